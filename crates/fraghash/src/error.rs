@@ -1,0 +1,91 @@
+//! Typed errors of the core crate.
+
+use thiserror::Error;
+
+/// The valid scheme specs, for error messages and `--help` texts.
+pub const VALID_SPECS: &str = "linear, ring, ring:<points per fragment 1..=10000>, jump, slots";
+
+/// A scheme spec string could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("unknown scheme spec {spec:?}: valid forms are {VALID_SPECS}")]
+pub struct SpecError {
+    /// The spec as given.
+    pub spec: String,
+}
+
+/// An operation a scheme refused. The scheme's state is unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum SchemeError {
+    /// The scheme can only remove its last fragment.
+    #[error(
+        "scheme {scheme} can only remove its last fragment ({last}), not fragment {requested}"
+    )]
+    OnlyLastRemovable {
+        /// The scheme's name.
+        scheme: &'static str,
+        /// The last fragment's id.
+        last: u32,
+        /// The fragment the caller asked to remove.
+        requested: u32,
+    },
+    /// The fragment id is not in `0..fragments`.
+    #[error(
+        "fragment {fragment} does not exist: there are {fragments} fragments (ids 0..{fragments})"
+    )]
+    NoSuchFragment {
+        /// The id asked for.
+        fragment: u32,
+        /// How many fragments there are.
+        fragments: u32,
+    },
+    /// A table keeps at least one fragment.
+    #[error("cannot remove the only fragment: a table has at least one")]
+    LastFragment,
+    /// The scheme cannot hold more fragments.
+    #[error("scheme {scheme} supports at most {max} fragments")]
+    TooManyFragments {
+        /// The scheme's name.
+        scheme: &'static str,
+        /// Its limit.
+        max: u32,
+    },
+    /// A fragment count of zero was asked for.
+    #[error("a table needs at least one fragment")]
+    ZeroFragments,
+    /// The operation exists only for some schemes.
+    #[error("scheme {scheme} does not support {operation}; use the slots scheme")]
+    Unsupported {
+        /// The scheme's name.
+        scheme: &'static str,
+        /// What was asked.
+        operation: &'static str,
+    },
+    /// A parameter was out of range (a weight of zero, sizes of the wrong length...).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+}
+
+/// Scheme state bytes could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum StateError {
+    /// The bytes do not start with the fraghash state magic.
+    #[error("not a fraghash scheme state (bad magic); the bytes come from something else")]
+    Foreign,
+    /// Written by a newer (or unknown) format version.
+    #[error("scheme state format version {found} is not supported (this build reads version {supported})")]
+    UnsupportedVersion {
+        /// Version in the bytes.
+        found: u16,
+        /// Version this build reads.
+        supported: u16,
+    },
+    /// The scheme tag is not one this build knows.
+    #[error("unknown scheme tag {0} in scheme state")]
+    UnknownScheme(u8),
+    /// The body is truncated or malformed.
+    #[error("corrupt scheme state: {0}")]
+    Corrupt(String),
+    /// The body decoded but breaks an invariant (an owner out of range...).
+    #[error("invalid scheme state: {0}")]
+    Invalid(String),
+}

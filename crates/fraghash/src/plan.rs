@@ -1,0 +1,345 @@
+//! Migration plans: what an add, remove, split or rebalance moves.
+//!
+//! A plan is exact: a key changes fragment if and only if the plan covers it.
+//! Range plans (`ring`, `slots`) list the hash ranges that move, so a store
+//! keyed by hash reads only the records that move. Filter plans (`linear`,
+//! `jump`) name the fragments that can lose keys; a store scans those and
+//! moves every key whose fragment changed.
+//!
+//! Fragment ids in a plan are the ids *before* the operation. When a removal
+//! renumbers the last fragment into the removed one's place (so ids stay
+//! `0..N`), [`MigrationPlan::renumber`] says so; it is applied after the moves
+//! and moves no record.
+
+use serde::{Deserialize, Serialize};
+
+/// An inclusive range of key hashes `start..=end`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct HashRange {
+    /// First hash in the range.
+    pub start: u64,
+    /// Last hash in the range (inclusive, so `u64::MAX` is expressible).
+    pub end: u64,
+}
+
+impl HashRange {
+    /// The range `start..=end`. Panics in debug builds if `start > end`.
+    pub fn new(start: u64, end: u64) -> HashRange {
+        debug_assert!(start <= end);
+        HashRange { start, end }
+    }
+
+    /// Whether `h` lies in the range.
+    #[inline]
+    pub fn contains(&self, h: u64) -> bool {
+        self.start <= h && h <= self.end
+    }
+
+    /// The fraction of the whole hash space the range covers.
+    pub fn fraction(&self) -> f64 {
+        ((self.end - self.start) as f64 + 1.0) / 18_446_744_073_709_551_616.0
+    }
+}
+
+/// One step of a plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Move {
+    /// Every key of `from` whose hash lies in one of `ranges` moves to `to`.
+    /// Ranges are sorted, disjoint and not adjacent (adjacent ones are merged).
+    Ranges {
+        /// Source fragment.
+        from: u32,
+        /// Destination fragment.
+        to: u32,
+        /// The hash ranges that move.
+        ranges: Vec<HashRange>,
+    },
+    /// Scan every key of `from`; each key whose fragment under the new state
+    /// differs moves there.
+    Filter {
+        /// The fragment to scan.
+        from: u32,
+    },
+}
+
+impl Move {
+    /// The source fragment.
+    pub fn from(&self) -> u32 {
+        match self {
+            Move::Ranges { from, .. } | Move::Filter { from } => *from,
+        }
+    }
+}
+
+/// What kind of change produced a plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PlanKind {
+    /// A fragment was added with this id.
+    Add {
+        /// The new fragment.
+        fragment: u32,
+    },
+    /// This fragment was removed.
+    Remove {
+        /// The removed fragment (old numbering).
+        fragment: u32,
+    },
+    /// `source` was split; `fragment` is the new fragment that took half of it.
+    Split {
+        /// The fragment that was split.
+        source: u32,
+        /// The new fragment.
+        fragment: u32,
+    },
+    /// Slots moved between existing fragments (rebalance or new weights).
+    Rebalance,
+}
+
+/// After a removal, fragment `from` (the old last one) takes id `to` (the
+/// removed one's). Its keys stay where they are; only the name changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Renumber {
+    /// Old id (always the old last fragment).
+    pub from: u32,
+    /// New id (the removed fragment's old id).
+    pub to: u32,
+}
+
+/// The exact description of which keys an operation moves.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MigrationPlan {
+    /// What happened.
+    pub kind: PlanKind,
+    /// Fragment count before.
+    pub fragments_before: u32,
+    /// Fragment count after.
+    pub fragments_after: u32,
+    /// The moves, in old numbering. Empty when nothing moves.
+    pub moves: Vec<Move>,
+    /// Renumbering applied after the moves, if any.
+    pub renumber: Option<Renumber>,
+}
+
+impl MigrationPlan {
+    /// Whether this is a range plan (every move lists hash ranges).
+    pub fn is_range_plan(&self) -> bool {
+        self.moves.iter().all(|m| matches!(m, Move::Ranges { .. }))
+    }
+
+    /// The fragments that can lose keys (sorted, deduplicated): the ones a
+    /// store must read or lock as sources.
+    pub fn sources(&self) -> Vec<u32> {
+        let mut v: Vec<u32> = self.moves.iter().map(Move::from).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// Whether the plan says a key with hash `h`, now in fragment `old`, may
+    /// move. For range moves this is exact; for a filter move it means "`old`
+    /// is scanned".
+    pub fn covers(&self, h: u64, old: u32) -> bool {
+        self.moves.iter().any(|m| match m {
+            Move::Ranges { from, ranges, .. } => *from == old && ranges_contain(ranges, h),
+            Move::Filter { from } => *from == old,
+        })
+    }
+
+    /// For a range plan, the destination of a key with hash `h` in fragment
+    /// `old`, if the plan moves it. `None` for keys that stay and for filter
+    /// moves.
+    pub fn range_destination(&self, h: u64, old: u32) -> Option<u32> {
+        self.moves.iter().find_map(|m| match m {
+            Move::Ranges { from, to, ranges } if *from == old && ranges_contain(ranges, h) => {
+                Some(*to)
+            }
+            _ => None,
+        })
+    }
+
+    /// Number of range entries over all moves.
+    pub fn range_count(&self) -> usize {
+        self.moves
+            .iter()
+            .map(|m| match m {
+                Move::Ranges { ranges, .. } => ranges.len(),
+                Move::Filter { .. } => 0,
+            })
+            .sum()
+    }
+
+    /// How many keys the plan reads, given the key count of each fragment
+    /// (for filter moves) and of each hash range (for range moves).
+    ///
+    /// For a range plan this equals the number of keys that move.
+    pub fn keys_scanned(
+        &self,
+        fragment_keys: impl Fn(u32) -> u64,
+        range_keys: impl Fn(&HashRange) -> u64,
+    ) -> u64 {
+        let mut scanned_filter: Vec<u32> = Vec::new();
+        let mut total = 0;
+        for m in &self.moves {
+            match m {
+                Move::Ranges { ranges, .. } => total += ranges.iter().map(&range_keys).sum::<u64>(),
+                Move::Filter { from } => {
+                    if !scanned_filter.contains(from) {
+                        scanned_filter.push(*from);
+                        total += fragment_keys(*from);
+                    }
+                }
+            }
+        }
+        total
+    }
+
+    /// How many keys the range moves of the plan carry, given per-range
+    /// counts. Filter moves are not counted (only a scan can tell).
+    pub fn keys_in_ranges(&self, range_keys: impl Fn(&HashRange) -> u64) -> u64 {
+        self.moves
+            .iter()
+            .map(|m| match m {
+                Move::Ranges { ranges, .. } => ranges.iter().map(&range_keys).sum(),
+                Move::Filter { .. } => 0,
+            })
+            .sum()
+    }
+
+    /// Maps a fragment id from the new numbering back to the old one.
+    pub fn new_to_old(&self, new_id: u32) -> u32 {
+        match self.renumber {
+            Some(r) if new_id == r.to => r.from,
+            _ => new_id,
+        }
+    }
+
+    /// Maps a fragment id from the old numbering to the new one
+    /// (`None` for a removed fragment).
+    pub fn old_to_new(&self, old_id: u32) -> Option<u32> {
+        match (self.kind, self.renumber) {
+            (PlanKind::Remove { fragment }, _) if old_id == fragment => None,
+            (_, Some(r)) if old_id == r.from => Some(r.to),
+            _ => Some(old_id),
+        }
+    }
+}
+
+/// Binary search over sorted, disjoint ranges.
+pub(crate) fn ranges_contain(ranges: &[HashRange], h: u64) -> bool {
+    let i = ranges.partition_point(|r| r.end < h);
+    i < ranges.len() && ranges[i].start <= h
+}
+
+/// A piecewise-constant owner map of the hash space: sorted interval starts,
+/// the first at 0, each interval running to the next start minus one (the
+/// last to `u64::MAX`).
+pub(crate) type Ownership = Vec<(u64, u32)>;
+
+/// Builds the exact range moves between two ownerships of the hash space.
+///
+/// `new_owner_to_old` maps owner ids of `new` into the old numbering. The
+/// result lists, per `(from, to)` pair in order of first appearance, merged
+/// ranges. O(|old| + |new|).
+pub(crate) fn diff_ownership(
+    old: &Ownership,
+    new: &Ownership,
+    new_owner_to_old: impl Fn(u32) -> u32,
+) -> Vec<Move> {
+    debug_assert!(old.first().map(|p| p.0) == Some(0));
+    debug_assert!(new.first().map(|p| p.0) == Some(0));
+    let mut moves: Vec<Move> = Vec::new();
+    let mut index: std::collections::HashMap<(u32, u32), usize> = Default::default();
+    let (mut i, mut j) = (0usize, 0usize);
+    let mut pos: u64 = 0;
+    loop {
+        let a = old[i].1;
+        let b = new_owner_to_old(new[j].1);
+        let next_old = old.get(i + 1).map(|p| p.0);
+        let next_new = new.get(j + 1).map(|p| p.0);
+        let next = match (next_old, next_new) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (Some(x), None) | (None, Some(x)) => Some(x),
+            (None, None) => None,
+        };
+        let end = next.map_or(u64::MAX, |n| n - 1);
+        if a != b {
+            let k = *index.entry((a, b)).or_insert_with(|| {
+                moves.push(Move::Ranges {
+                    from: a,
+                    to: b,
+                    ranges: Vec::new(),
+                });
+                moves.len() - 1
+            });
+            if let Move::Ranges { ranges, .. } = &mut moves[k] {
+                match ranges.last_mut() {
+                    Some(last) if last.end.checked_add(1) == Some(pos) => last.end = end,
+                    _ => ranges.push(HashRange::new(pos, end)),
+                }
+            }
+        }
+        let Some(n) = next else { break };
+        pos = n;
+        if next_old == Some(n) {
+            i += 1;
+        }
+        if next_new == Some(n) {
+            j += 1;
+        }
+    }
+    moves
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn diff_merges_adjacent_ranges() {
+        let old: Ownership = vec![(0, 0), (100, 1), (200, 0)];
+        let new: Ownership = vec![(0, 0), (50, 2), (150, 2), (300, 0)];
+        let moves = diff_ownership(&old, &new, |x| x);
+        assert_eq!(
+            moves,
+            vec![
+                Move::Ranges {
+                    from: 0,
+                    to: 2,
+                    ranges: vec![HashRange::new(50, 99), HashRange::new(200, 299)]
+                },
+                Move::Ranges {
+                    from: 1,
+                    to: 2,
+                    ranges: vec![HashRange::new(100, 199)]
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn diff_of_equal_is_empty_and_reaches_max() {
+        let o: Ownership = vec![(0, 3), (u64::MAX, 4)];
+        assert!(diff_ownership(&o, &o, |x| x).is_empty());
+        let n: Ownership = vec![(0, 3)];
+        let m = diff_ownership(&o, &n, |x| x);
+        assert_eq!(
+            m,
+            vec![Move::Ranges {
+                from: 4,
+                to: 3,
+                ranges: vec![HashRange::new(u64::MAX, u64::MAX)]
+            }]
+        );
+    }
+
+    #[test]
+    fn range_search() {
+        let r = [HashRange::new(5, 9), HashRange::new(20, 20)];
+        assert!(!ranges_contain(&r, 4));
+        assert!(ranges_contain(&r, 5));
+        assert!(ranges_contain(&r, 9));
+        assert!(!ranges_contain(&r, 10));
+        assert!(ranges_contain(&r, 20));
+        assert!(!ranges_contain(&r, 21));
+    }
+}

@@ -1,0 +1,108 @@
+use super::*;
+use crate::Move;
+
+#[test]
+fn even_blocks_and_growth_rule() {
+    let s = Slots::new(50).unwrap();
+    assert_eq!(s.slot_bits(), 15);
+    let c = s.slots_per_fragment();
+    assert!(c.iter().all(|&x| x == 655 || x == 656));
+    assert_eq!(Slots::wanted_bits(1), 9);
+    assert_eq!(Slots::wanted_bits(10), 13);
+    assert_eq!(Slots::wanted_bits(1_000), 19);
+    assert_eq!(Slots::wanted_bits(10_000), 20);
+    assert_eq!(Slots::wanted_bits(100_000), 23);
+    assert_eq!(Slots::wanted_bits(Slots::MAX_FRAGMENTS), 24);
+}
+
+#[test]
+fn add_takes_one_range_per_donor_into_new_only() {
+    let mut s = Slots::new(50).unwrap();
+    let plan = s.add_fragment().unwrap();
+    assert!(plan
+        .moves
+        .iter()
+        .all(|m| matches!(m, Move::Ranges { to: 50, ranges, .. } if ranges.len() == 1)));
+    let c = s.slots_per_fragment();
+    let t = s.target_slots();
+    assert_eq!(c, t);
+}
+
+#[test]
+fn remove_middle_renumbers_last() {
+    let mut s = Slots::new(5).unwrap();
+    let before = s.clone();
+    let plan = s.remove_fragment(1).unwrap();
+    assert_eq!(plan.renumber, Some(Renumber { from: 4, to: 1 }));
+    assert_eq!(s.fragments(), 4);
+    for slot in 0..s.slot_count() {
+        let old = before.table[slot];
+        let new = s.table[slot];
+        if old == 4 {
+            assert_eq!(new, 1, "the last fragment keeps its slots under its new id");
+        } else if old != 1 {
+            assert_eq!(new, old);
+        }
+    }
+}
+
+#[test]
+fn weights_give_proportional_slots() {
+    let mut s = Slots::new(3).unwrap();
+    s.set_weight(0, 2).unwrap();
+    let c = s.slots_per_fragment();
+    let total = s.slot_count() as f64;
+    assert!((c[0] as f64 - total / 2.0).abs() <= 1.0);
+    assert!((c[1] as f64 - total / 4.0).abs() <= 1.0);
+}
+
+#[test]
+fn split_takes_half_of_one_fragment() {
+    let mut s = Slots::new(4).unwrap();
+    let slots_before = s.slot_count() as u64;
+    let plan = s.split(2).unwrap();
+    assert_eq!(plan.sources(), vec![2]);
+    assert_eq!(plan.moves.len(), 1);
+    // The table may have doubled for the fifth fragment; scale the old counts.
+    let before: Vec<u64> = Slots::new(4)
+        .unwrap()
+        .slots_per_fragment()
+        .iter()
+        .map(|c| c * s.slot_count() as u64 / slots_before)
+        .collect();
+    let after = s.slots_per_fragment();
+    assert_eq!(after[4], before[2] / 2);
+    assert_eq!(after[2], before[2] - before[2] / 2);
+    assert_eq!(&after[..2], &before[..2]);
+    assert_eq!(after[3], before[3]);
+}
+
+#[test]
+fn rebalance_moves_hot_slots_off() {
+    let mut s = Slots::new(4).unwrap();
+    let mut sizes = vec![10u64; s.slot_count()];
+    // Fragment 0's slots are ten times heavier.
+    for (slot, &o) in s.table.iter().enumerate() {
+        if o == 0 {
+            sizes[slot] = 100;
+        }
+    }
+    s.rebalance(&sizes).unwrap();
+    let total: u64 = sizes.iter().sum();
+    let mut load = [0u64; 4];
+    for (slot, &o) in s.table.iter().enumerate() {
+        load[o as usize] += sizes[slot];
+    }
+    for l in load {
+        assert!((l as f64 - total as f64 / 4.0).abs() <= 100.0, "{load:?}");
+    }
+}
+
+#[test]
+fn rebalance_rejects_wrong_length() {
+    let mut s = Slots::new(4).unwrap();
+    assert!(matches!(
+        s.rebalance(&[1, 2]),
+        Err(SchemeError::InvalidArgument(_))
+    ));
+}
