@@ -1,0 +1,1 @@
+//! Erlang NIF for the fraghash Mnesia adapter (work in progress).

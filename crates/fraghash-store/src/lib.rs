@@ -1,0 +1,1 @@
+//! A durable fragmented table on redb (work in progress).
