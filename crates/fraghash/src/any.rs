@@ -226,6 +226,16 @@ impl AnyScheme {
         self.slots_mut("weights")?.set_weight(fragment, weight)
     }
 
+    /// `slots` only: see [`Slots::add_limited`].
+    pub fn add_limited(
+        &mut self,
+        weight: u32,
+        max_donors: u32,
+    ) -> Result<MigrationPlan, SchemeError> {
+        self.slots_mut("limited adds")?
+            .add_limited(weight, max_donors)
+    }
+
     /// `slots` only: see [`Slots::add_weighted`].
     pub fn add_weighted(&mut self, weight: u32) -> Result<MigrationPlan, SchemeError> {
         self.slots_mut("weights")?.add_weighted(weight)

@@ -223,7 +223,28 @@ impl Slots {
 
     /// Adds a fragment of weight `weight` and returns what moves into it.
     pub fn add_weighted(&mut self, weight: u32) -> Result<MigrationPlan, SchemeError> {
+        self.add_limited(weight, u32::MAX)
+    }
+
+    /// Adds a fragment of weight `weight` that takes its whole share from at
+    /// most `max_donors` fragments (those most above their target).
+    ///
+    /// This is the trade-off for stores that cannot read a hash range and
+    /// must scan every donor in full (Mnesia): fewer donors, fewer fragments
+    /// scanned, but the donors end up below their share until later adds
+    /// take from the others. `max_donors = 1` behaves like splitting the
+    /// most loaded fragment; `u32::MAX` is [`Slots::add_weighted`].
+    pub fn add_limited(
+        &mut self,
+        weight: u32,
+        max_donors: u32,
+    ) -> Result<MigrationPlan, SchemeError> {
         check_weights(&[weight])?;
+        if max_donors == 0 {
+            return Err(SchemeError::InvalidArgument(
+                "max_donors must be at least 1".into(),
+            ));
+        }
         let before = self.fragments();
         Self::check_count(before + 1)?;
         let old = self.ownership();
@@ -231,9 +252,16 @@ impl Slots {
         self.weights.push(weight);
         let targets = self.target_slots();
         let counts = self.slots_per_fragment();
-        let surplus: Vec<i64> = (0..before as usize)
+        let mut surplus: Vec<i64> = (0..before as usize)
             .map(|i| counts[i] as i64 - targets[i] as i64)
             .collect();
+        if (max_donors as usize) < surplus.len() {
+            let mut order: Vec<usize> = (0..surplus.len()).collect();
+            order.sort_by(|&a, &b| surplus[b].cmp(&surplus[a]).then(a.cmp(&b)));
+            for &i in &order[max_donors as usize..] {
+                surplus[i] = i64::MIN / 2;
+            }
+        }
         let gives = greedy_take(&surplus, targets[before as usize]);
         let runs = self.runs();
         for (donor, &g) in gives.iter().enumerate() {

@@ -106,3 +106,15 @@ fn rebalance_rejects_wrong_length() {
         Err(SchemeError::InvalidArgument(_))
     ));
 }
+
+#[test]
+fn limited_add_scans_at_most_the_donors_allowed() {
+    for d in [1u32, 2, 5] {
+        let mut s = Slots::new(20).unwrap();
+        let plan = s.add_limited(1, d).unwrap();
+        assert!(plan.sources().len() <= d as usize);
+        let c = s.slots_per_fragment();
+        assert_eq!(c[20], s.target_slots()[20]);
+    }
+    assert!(Slots::new(3).unwrap().add_limited(1, 0).is_err());
+}
