@@ -73,9 +73,18 @@ fn invariant_breaking_bodies_are_invalid() {
     // A slot naming a fragment that does not exist.
     let s = AnyScheme::new("slots", 2).unwrap();
     let mut b = s.to_state_bytes();
-    // bits (1 byte varint) + table length (varint 512 = 2 bytes) then entries.
-    let first_entry = 7 + 1 + 2;
-    b[first_entry] = 5;
+    // bits (1 byte varint), run count (1 byte), then the first run's owner.
+    let first_owner = 7 + 1 + 1;
+    assert_eq!(b[first_owner], 0);
+    b[first_owner] = 5;
+    assert!(matches!(
+        AnyScheme::from_state_bytes(&b),
+        Err(StateError::Invalid(_))
+    ));
+    // Runs that do not cover the table.
+    let mut b = s.to_state_bytes();
+    let first_len = 7 + 1 + 1 + 1;
+    b[first_len] ^= 1;
     assert!(matches!(
         AnyScheme::from_state_bytes(&b),
         Err(StateError::Invalid(_))

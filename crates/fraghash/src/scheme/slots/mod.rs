@@ -62,10 +62,13 @@ pub struct Slots {
     weights: Vec<u32>,
 }
 
+/// Serialised form: the table run-length encoded as `(owner, length)`
+/// pairs, since slots of one fragment are mostly contiguous (a fresh table
+/// of `N` fragments is `N` runs, and each add adds about one run per donor).
 #[derive(Serialize, Deserialize)]
 struct SlotsState {
     bits: u32,
-    table: Vec<u32>,
+    runs: Vec<(u32, u32)>,
     weights: Vec<u32>,
 }
 
@@ -205,6 +208,18 @@ impl Slots {
         out
     }
 
+    /// The table as `(owner, length)` runs, in slot order.
+    fn table_runs(&self) -> Vec<(u32, u32)> {
+        let mut runs: Vec<(u32, u32)> = Vec::new();
+        for &o in &self.table {
+            match runs.last_mut() {
+                Some(last) if last.0 == o => last.1 += 1,
+                _ => runs.push((o, 1)),
+            }
+        }
+        runs
+    }
+
     /// Runs of consecutive slots per fragment: `(start, len)`.
     fn runs(&self) -> Vec<Vec<(usize, usize)>> {
         let mut runs = vec![Vec::new(); self.weights.len()];
@@ -339,10 +354,10 @@ impl Slots {
                 Self::MAX_BITS
             ));
         }
-        if s.table.len() != 1usize << s.bits {
+        let total: u64 = s.runs.iter().map(|r| u64::from(r.1)).sum();
+        if total != 1u64 << s.bits || s.runs.iter().any(|r| r.1 == 0) {
             return invalid(format!(
-                "table has {} slots, expected {}",
-                s.table.len(),
+                "runs cover {total} slots, expected {}",
                 1u64 << s.bits
             ));
         }
@@ -356,12 +371,16 @@ impl Slots {
         if s.weights.contains(&0) {
             return invalid("a fragment has weight 0".into());
         }
-        if let Some(bad) = s.table.iter().find(|&&o| o as usize >= n) {
-            return invalid(format!("a slot names fragment {bad} of {n}"));
+        if let Some(bad) = s.runs.iter().find(|r| r.0 as usize >= n) {
+            return invalid(format!("a slot names fragment {} of {n}", bad.0));
+        }
+        let mut table = Vec::with_capacity(1 << s.bits);
+        for &(owner, len) in &s.runs {
+            table.extend(std::iter::repeat_n(owner, len as usize));
         }
         Ok(Slots {
             bits: s.bits,
-            table: s.table,
+            table,
             weights: s.weights,
         })
     }
@@ -439,7 +458,7 @@ impl FragmentScheme for Slots {
             tag::SLOTS,
             &SlotsState {
                 bits: self.bits,
-                table: self.table.clone(),
+                runs: self.table_runs(),
                 weights: self.weights.clone(),
             },
         )
