@@ -1,0 +1,248 @@
+//! The decoded-scheme cache: state digest -> decoded [`AnyScheme`].
+//!
+//! Mnesia copies `hash_state` out of an ets table on every operation, so the
+//! state handed to the NIF must be plain data: a binary of scheme state bytes
+//! plus a 16-byte digest of those bytes, computed once when the state
+//! changes. Every lookup finds the decoded scheme here by digest in O(1)
+//! (the big binary is reference-counted by the VM and never copied or
+//! rehashed on this path); only a miss (first use after a restart, on another
+//! node, or after eviction) decodes the bytes, and then checks the digest.
+//!
+//! Two levels:
+//! - a per-thread front cache of the last few entries (no lock, no shared
+//!   cache line: scheduler threads never contend on the hot path);
+//! - a global map behind an `RwLock`, bounded by entry count and by decoded
+//!   bytes, evicting the least recently used entry.
+//!
+//! Entries are immutable (a digest names one state forever), so nothing is
+//! ever invalidated; eviction only costs a later decode.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, RwLock};
+
+use fraghash::{AnyScheme, FragmentScheme};
+
+/// A 128-bit digest of state bytes (xxh3-128, little-endian).
+pub type Digest = [u8; 16];
+
+/// Most entries kept in the global cache.
+pub const MAX_ENTRIES: usize = 256;
+/// Most decoded bytes kept in the global cache (the newest entry is always
+/// kept, whatever its size).
+pub const MAX_BYTES: usize = 256 << 20;
+/// Entries in each thread's front cache.
+const FRONT: usize = 4;
+
+/// The digest of state bytes.
+pub fn digest(bytes: &[u8]) -> Digest {
+    xxhash_rust::xxh3::xxh3_128(bytes).to_le_bytes()
+}
+
+/// One decoded state.
+#[derive(Debug)]
+pub struct Entry {
+    /// The digest of the state bytes.
+    pub digest: Digest,
+    /// The decoded scheme.
+    pub scheme: AnyScheme,
+    /// Approximate memory the entry takes.
+    pub bytes: usize,
+    last_used: AtomicU64,
+}
+
+impl Entry {
+    fn new(digest: Digest, scheme: AnyScheme) -> Entry {
+        let bytes = scheme.memory_bytes() + std::mem::size_of::<Entry>();
+        Entry {
+            digest,
+            scheme,
+            bytes,
+            last_used: AtomicU64::new(tick()),
+        }
+    }
+}
+
+/// Why a state could not be resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LookupError {
+    /// The bytes do not hash to the digest stored beside them.
+    DigestMismatch,
+    /// The digest is not 16 bytes.
+    BadDigest,
+    /// The bytes do not decode.
+    Corrupt(String),
+}
+
+impl std::fmt::Display for LookupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LookupError::DigestMismatch => {
+                f.write_str("hash_state digest does not match its state bytes")
+            }
+            LookupError::BadDigest => f.write_str("hash_state digest is not a 16-byte binary"),
+            LookupError::Corrupt(m) => write!(f, "hash_state bytes do not decode: {m}"),
+        }
+    }
+}
+
+struct Global {
+    map: RwLock<HashMap<Digest, Arc<Entry>>>,
+}
+
+static GLOBAL: OnceLock<Global> = OnceLock::new();
+static CLOCK: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    static FRONT_CACHE: RefCell<Vec<Arc<Entry>>> = const { RefCell::new(Vec::new()) };
+}
+
+fn tick() -> u64 {
+    CLOCK.fetch_add(1, Ordering::Relaxed)
+}
+
+fn global() -> &'static Global {
+    GLOBAL.get_or_init(|| Global {
+        map: RwLock::new(HashMap::new()),
+    })
+}
+
+fn front_get(d: &Digest) -> Option<Arc<Entry>> {
+    FRONT_CACHE.with(|c| c.borrow().iter().find(|e| &e.digest == d).cloned())
+}
+
+fn front_put(e: &Arc<Entry>) {
+    FRONT_CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() >= FRONT {
+            c.remove(0);
+        }
+        c.push(Arc::clone(e));
+    });
+}
+
+/// Finds the decoded scheme for `digest`; on a miss, `bytes()` gives the state
+/// bytes, which are checked against the digest, decoded and cached.
+pub fn resolve<'b>(
+    digest_bytes: &[u8],
+    bytes: impl FnOnce() -> Option<&'b [u8]>,
+) -> Result<Arc<Entry>, LookupError> {
+    let d: Digest = digest_bytes
+        .try_into()
+        .map_err(|_| LookupError::BadDigest)?;
+    if let Some(e) = front_get(&d) {
+        return Ok(e);
+    }
+    let hit = global()
+        .map
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(&d)
+        .cloned();
+    if let Some(e) = hit {
+        e.last_used.store(tick(), Ordering::Relaxed);
+        front_put(&e);
+        return Ok(e);
+    }
+    let bytes = bytes().ok_or_else(|| LookupError::Corrupt("state is not a binary".into()))?;
+    if digest(bytes) != d {
+        return Err(LookupError::DigestMismatch);
+    }
+    let scheme =
+        AnyScheme::from_state_bytes(bytes).map_err(|e| LookupError::Corrupt(e.to_string()))?;
+    let e = insert(d, scheme);
+    front_put(&e);
+    Ok(e)
+}
+
+/// Caches a scheme whose state bytes have digest `d` and returns the entry.
+pub fn insert(d: Digest, scheme: AnyScheme) -> Arc<Entry> {
+    let entry = Arc::new(Entry::new(d, scheme));
+    let mut map = global().map.write().unwrap_or_else(|p| p.into_inner());
+    if let Some(existing) = map.get(&d) {
+        return Arc::clone(existing);
+    }
+    map.insert(d, Arc::clone(&entry));
+    evict(&mut map, &d);
+    entry
+}
+
+/// Evicts least recently used entries (never `keep`) until within bounds.
+fn evict(map: &mut HashMap<Digest, Arc<Entry>>, keep: &Digest) {
+    loop {
+        let total: usize = map.values().map(|e| e.bytes).sum();
+        if map.len() <= MAX_ENTRIES && total <= MAX_BYTES {
+            return;
+        }
+        let victim = map
+            .values()
+            .filter(|e| &e.digest != keep)
+            .min_by_key(|e| e.last_used.load(Ordering::Relaxed))
+            .map(|e| e.digest);
+        match victim {
+            Some(v) => {
+                map.remove(&v);
+            }
+            None => return,
+        }
+    }
+}
+
+/// Entries and decoded bytes in the global cache.
+pub fn stats() -> (usize, usize) {
+    let map = global().map.read().unwrap_or_else(|p| p.into_inner());
+    (map.len(), map.values().map(|e| e.bytes).sum())
+}
+
+/// Encodes a scheme's state and caches the decoded scheme under its digest.
+pub fn store(scheme: AnyScheme) -> (Digest, Vec<u8>, Arc<Entry>) {
+    let bytes = scheme.to_state_bytes();
+    let d = digest(&bytes);
+    let e = insert(d, scheme);
+    front_put(&e);
+    (d, bytes, e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolve_hits_and_checks_digest() {
+        let (d, bytes, _) = store(AnyScheme::new("slots", 7).unwrap());
+        let e = resolve(&d, || None).unwrap();
+        assert_eq!(e.scheme.fragments(), 7);
+        // A digest not cached: the bytes are checked.
+        let other = AnyScheme::new("jump", 9).unwrap().to_state_bytes();
+        let od = digest(&other);
+        assert_eq!(
+            resolve(&od, || Some(&bytes[..])).unwrap_err(),
+            LookupError::DigestMismatch
+        );
+        assert_eq!(
+            resolve(&od, || Some(&other[..]))
+                .unwrap()
+                .scheme
+                .fragments(),
+            9
+        );
+        assert_eq!(
+            resolve(&d[..3], || None).unwrap_err(),
+            LookupError::BadDigest
+        );
+        let junk = b"not a state".to_vec();
+        assert!(matches!(
+            resolve(&digest(&junk), || Some(&junk[..])),
+            Err(LookupError::Corrupt(_))
+        ));
+    }
+
+    #[test]
+    fn eviction_keeps_bounds() {
+        for n in 1..(MAX_ENTRIES as u32 + 50) {
+            store(AnyScheme::new("jump", n).unwrap());
+        }
+        assert!(stats().0 <= MAX_ENTRIES);
+    }
+}

@@ -1,0 +1,202 @@
+%% @doc The shared implementation of the fraghash Mnesia hash modules
+%% (`mnesia_frag_slots', `mnesia_frag_chash', `mnesia_frag_jump',
+%% `mnesia_frag_linear'): the `mnesia_frag_hash' callbacks, parameterised by
+%% scheme. The mapping from key to fragment runs in Rust (`fraghash_nif'),
+%% the same code as the core crate.
+%%
+%% A key's hash is `H = erlang:phash2(Key, 1 bsl 32)'; the NIF widens it to
+%% 64 bits as `H * (2^32 + 1)', so `linear' answers exactly as
+%% `mnesia_frag_hash' and `slots'/`ring' read well-mixed high bits.
+%%
+%% The hash state is a `#fraghash_state{}' record (see
+%% `include/fraghash.hrl'): plain data, so it survives restarts and is the
+%% same on every node. Options given as the initial `hash_state' are checked
+%% by `init_state/3'; anything not understood aborts the schema transaction
+%% with `{bad_hash_state, Module, Detail}'.
+-module(fraghash_mnesia).
+
+-include("fraghash.hrl").
+
+-export([init_state/3, add_frag/2, del_frag/2, key_to_frag_number/2,
+         match_spec_to_frag_numbers/2, info/1, module_of/1]).
+
+-type scheme() :: slots | chash | jump | linear.
+-type state() :: #fraghash_state{}.
+-export_type([scheme/0, state/0]).
+
+%% Slots: at most this many donor fragments per add_frag unless the
+%% hash_state says otherwise (see docs/mnesia.md for the trade-off).
+-define(DEFAULT_DONORS, 8).
+-define(DEFAULT_POINTS, 100).
+-define(MAX_POINTS, 10000).
+-define(TWO_32, 4294967296).
+
+%% @doc `init_state/2' of scheme `Scheme': `State' is the user's initial
+%% `hash_state': `undefined', `[]' or a list of options.
+%% <ul>
+%% <li>slots: `{donors, pos_integer() | all}' (default 8): the most fragments
+%% one `add_frag' takes slots from, and so scans; `{weights, [pos_integer()]}':
+%% the weight of fragment 1, 2, ... (fragments beyond the list weigh 1).</li>
+%% <li>chash: `{points, 1..10000}' (default 100): ring points per fragment.</li>
+%% <li>jump, linear: no options.</li>
+%% </ul>
+-spec init_state(scheme(), atom(), term()) -> state().
+init_state(Scheme, Tab, State) ->
+    Opts = options(Scheme, State),
+    {D, B} = nif(fun() -> fraghash_nif:new_state(spec(Scheme, Opts), 1) end),
+    S = #fraghash_state{scheme = Scheme, table = Tab, n = 1, opts = Opts,
+                        digest = D, bytes = B},
+    case weight(1, Opts) of
+        1 -> S;
+        W ->
+            {D2, B2, _, _} = nif(fun() -> fraghash_nif:set_weight(D, B, 1, W) end),
+            S#fraghash_state{digest = D2, bytes = B2}
+    end.
+
+%% @doc `add_frag/1' of scheme `Scheme': `{NewState, IterFrags, LockFrags}'
+%% where `IterFrags' are exactly the fragments that can lose records.
+%%
+%% While a table is being created (it is not yet in
+%% `mnesia:system_info(tables)') every fragment is empty, so slots adds take
+%% from every fragment and the new table starts perfectly balanced; later
+%% adds honour the `donors' bound.
+-spec add_frag(scheme(), state()) -> {state(), [pos_integer()], [pos_integer()]}.
+add_frag(Scheme, #fraghash_state{scheme = Scheme, n = N, opts = Opts,
+                                 digest = D, bytes = B} = S) ->
+    Donors = case creating(S#fraghash_state.table) of
+                 true -> 0;
+                 false -> donors(Opts)
+             end,
+    W = weight(N + 1, Opts),
+    {D2, B2, Iter, Lock} =
+        nif(fun() -> fraghash_nif:add_frag(D, B, W, Donors) end),
+    {S#fraghash_state{n = N + 1, digest = D2, bytes = B2}, Iter, Lock};
+add_frag(Scheme, Bad) ->
+    bad_state(Scheme, Bad).
+
+%% @doc `del_frag/1' of scheme `Scheme': removes the last fragment;
+%% `{NewState, [Last], FragmentsThatCanReceiveItsRecords}'.
+-spec del_frag(scheme(), state()) -> {state(), [pos_integer()], [pos_integer()]}.
+del_frag(Scheme, #fraghash_state{scheme = Scheme, n = N, digest = D, bytes = B} = S)
+  when N > 1 ->
+    {D2, B2, Iter, Lock} = nif(fun() -> fraghash_nif:del_frag(D, B) end),
+    {S#fraghash_state{n = N - 1, digest = D2, bytes = B2}, Iter, Lock};
+del_frag(Scheme, Bad) ->
+    bad_state(Scheme, Bad).
+
+%% @doc `key_to_frag_number/2': O(1) at any fragment count (a cache lookup
+%% by digest in the NIF; the state bytes are decoded only on a miss, on a
+%% dirty scheduler).
+-spec key_to_frag_number(state(), term()) -> pos_integer().
+key_to_frag_number(#fraghash_state{digest = D} = S, Key) ->
+    H = erlang:phash2(Key, ?TWO_32),
+    case fraghash_nif:locate(D, H) of
+        miss ->
+            nif(fun() -> fraghash_nif:load_locate(D, S#fraghash_state.bytes, H) end);
+        Frag ->
+            Frag
+    end;
+key_to_frag_number(Bad, _Key) ->
+    mnesia:abort({bad_hash_state, Bad}).
+
+%% @doc `match_spec_to_frag_numbers/2': one fragment when the match spec's
+%% key is bound, all of them otherwise.
+-spec match_spec_to_frag_numbers(state(), ets:match_spec()) -> [pos_integer()].
+match_spec_to_frag_numbers(#fraghash_state{n = N} = S, MatchSpec) ->
+    case MatchSpec of
+        [{HeadPat, _, _}] when is_tuple(HeadPat), tuple_size(HeadPat) > 2 ->
+            KeyPat = element(2, HeadPat),
+            case mnesia:has_var(KeyPat) of
+                false -> [key_to_frag_number(S, KeyPat)];
+                true -> lists:seq(1, N)
+            end;
+        _ ->
+            lists:seq(1, N)
+    end;
+match_spec_to_frag_numbers(Bad, _MatchSpec) ->
+    mnesia:abort({bad_hash_state, Bad}).
+
+%% @doc A description of a state (spec, fragments, memory; for slots the
+%% slots per fragment and weights), plus the options.
+-spec info(state()) -> map().
+info(#fraghash_state{opts = Opts, digest = D, bytes = B}) ->
+    maps:put(opts, Opts, nif(fun() -> fraghash_nif:info(D, B) end)).
+
+%% @doc The hash module of a scheme.
+-spec module_of(scheme()) -> module().
+module_of(slots) -> mnesia_frag_slots;
+module_of(chash) -> mnesia_frag_chash;
+module_of(jump) -> mnesia_frag_jump;
+module_of(linear) -> mnesia_frag_linear.
+
+%%% Internals
+
+options(Scheme, undefined) -> options(Scheme, []);
+options(Scheme, L) when is_list(L) ->
+    Defaults = defaults(Scheme),
+    lists:foldl(fun(Opt, Acc) -> option(Scheme, Opt, Acc) end, Defaults, L);
+options(Scheme, Other) ->
+    mnesia:abort({bad_hash_state, module_of(Scheme),
+                  {expected_option_list, Other}}).
+
+defaults(slots) -> [{donors, ?DEFAULT_DONORS}, {weights, []}];
+defaults(chash) -> [{points, ?DEFAULT_POINTS}];
+defaults(_) -> [].
+
+option(slots, {donors, D} = O, Acc)
+  when (is_integer(D) andalso D >= 1 andalso D < ?TWO_32) orelse D =:= all ->
+    lists:keystore(donors, 1, Acc, O);
+option(slots, {weights, Ws} = O, Acc) when is_list(Ws) ->
+    case lists:all(fun(W) -> is_integer(W) andalso W >= 1 andalso W < ?TWO_32 end, Ws) of
+        true -> lists:keystore(weights, 1, Acc, O);
+        false -> bad_option(slots, O)
+    end;
+option(chash, {points, P} = O, Acc)
+  when is_integer(P), P >= 1, P =< ?MAX_POINTS ->
+    lists:keystore(points, 1, Acc, O);
+option(Scheme, O, _Acc) ->
+    bad_option(Scheme, O).
+
+bad_option(Scheme, O) ->
+    mnesia:abort({bad_hash_state, module_of(Scheme),
+                  {bad_option, O, {valid, valid_options(Scheme)}}}).
+
+valid_options(slots) -> ["{donors, pos_integer() | all}", "{weights, [pos_integer()]}"];
+valid_options(chash) -> ["{points, 1..10000}"];
+valid_options(_) -> [].
+
+spec(slots, _) -> <<"slots">>;
+spec(chash, Opts) ->
+    {points, P} = lists:keyfind(points, 1, Opts),
+    iolist_to_binary(["ring:", integer_to_list(P)]);
+spec(jump, _) -> <<"jump">>;
+spec(linear, _) -> <<"linear">>.
+
+weight(Frag, Opts) ->
+    case lists:keyfind(weights, 1, Opts) of
+        {weights, Ws} when length(Ws) >= Frag -> lists:nth(Frag, Ws);
+        _ -> 1
+    end.
+
+donors(Opts) ->
+    case lists:keyfind(donors, 1, Opts) of
+        {donors, all} -> 0;
+        {donors, D} -> D;
+        false -> 0
+    end.
+
+creating(Tab) ->
+    not lists:member(Tab, mnesia:system_info(tables)).
+
+bad_state(Scheme, Bad) ->
+    mnesia:abort({bad_hash_state, module_of(Scheme), Bad}).
+
+%% Runs a NIF call, turning its errors into Mnesia aborts with a clear reason.
+nif(F) ->
+    try F()
+    catch
+        error:{fraghash, Reason, Msg} when is_binary(Msg) ->
+            mnesia:abort({fraghash, Reason, binary_to_list(Msg)});
+        error:badarg ->
+            mnesia:abort({fraghash, badarg, "bad argument types for the NIF"})
+    end.

@@ -1,0 +1,75 @@
+%% @doc Loader and stubs for the fraghash NIF (`priv/libfraghash_nif.so').
+%%
+%% The library is looked for in `code:priv_dir(fraghash)' when fraghash is
+%% installed as an application, else in `../priv' next to this module's
+%% `ebin' directory, else in the directory named by the environment variable
+%% `FRAGHASH_NIF_DIR'. Fragment numbers are Mnesia's (1-based). Errors raise
+%% `{fraghash, Reason, Message}' with `Reason' one of `corrupt_state',
+%% `digest_mismatch', `bad_spec', `refused' and `Message' a binary.
+-module(fraghash_nif).
+
+-export([new_state/2, locate/2, load_locate/3, add_frag/4, del_frag/2,
+         set_weight/4, info/2, cache_stats/0]).
+
+-on_load(init/0).
+
+-type digest() :: <<_:128>>.
+-type change() :: {digest(), binary(), [pos_integer()], [pos_integer()]}.
+-export_type([digest/0, change/0]).
+
+-spec init() -> ok | {error, term()}.
+init() ->
+    erlang:load_nif(filename:join(priv_dir(), "libfraghash_nif"), 0).
+
+priv_dir() ->
+    case os:getenv("FRAGHASH_NIF_DIR") of
+        Dir when is_list(Dir), Dir =/= "" -> Dir;
+        _ ->
+            case code:priv_dir(fraghash) of
+                Dir when is_list(Dir) -> Dir;
+                _ ->
+                    Ebin = filename:dirname(code:which(?MODULE)),
+                    filename:join(filename:dirname(Ebin), "priv")
+            end
+    end.
+
+-define(NIF, erlang:nif_error({not_loaded, ?MODULE})).
+
+%% @doc A new state of `N' fragments for a core spec (`<<"slots">>',
+%% `<<"ring:100">>', `<<"jump">>', `<<"linear">>'). Dirty CPU.
+-spec new_state(binary(), pos_integer()) -> {digest(), binary()}.
+new_state(_Spec, _N) -> ?NIF.
+
+%% @doc The fragment of `H = erlang:phash2(Key, 1 bsl 32)', or `miss' when
+%% the state is not cached (then call {@link load_locate/3}). O(1), normal
+%% scheduler.
+-spec locate(digest(), 0..4294967295) -> pos_integer() | miss.
+locate(_Digest, _H) -> ?NIF.
+
+%% @doc As {@link locate/2}, decoding and caching `Bytes' on a miss. Dirty CPU.
+-spec load_locate(digest(), binary(), 0..4294967295) -> pos_integer().
+load_locate(_Digest, _Bytes, _H) -> ?NIF.
+
+%% @doc Adds a fragment of weight `Weight', taking slots from at most
+%% `MaxDonors' fragments (0: no bound; slots only). Returns the new state,
+%% the fragments that can lose records and the new fragment. Dirty CPU.
+-spec add_frag(digest(), binary(), pos_integer(), non_neg_integer()) -> change().
+add_frag(_Digest, _Bytes, _Weight, _MaxDonors) -> ?NIF.
+
+%% @doc Removes the last fragment. Returns the new state, `[Last]' and the
+%% fragments that can receive its records. Dirty CPU.
+-spec del_frag(digest(), binary()) -> change().
+del_frag(_Digest, _Bytes) -> ?NIF.
+
+%% @doc Slots only: sets fragment `Frag''s weight. Dirty CPU.
+-spec set_weight(digest(), binary(), pos_integer(), pos_integer()) -> change().
+set_weight(_Digest, _Bytes, _Frag, _Weight) -> ?NIF.
+
+%% @doc A description of a state: spec, fragments, memory and, for slots,
+%% slot bits, slots per fragment and weights. Dirty CPU.
+-spec info(digest(), binary()) -> map().
+info(_Digest, _Bytes) -> ?NIF.
+
+%% @doc Entries and decoded bytes in the NIF's state cache.
+-spec cache_stats() -> {non_neg_integer(), non_neg_integer()}.
+cache_stats() -> ?NIF.
