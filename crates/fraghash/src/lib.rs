@@ -9,7 +9,7 @@
 //! |---|---|---|---|---|
 //! | [`linear`](scheme::linear) | O(1) | one fragment | last only | uneven: up to 2× |
 //! | [`ring`](scheme::ring) | O(1) expected | exactly the arcs taken | any | stddev ≈ mean/√P |
-//! | [`jump`](scheme::jump) | O(log N) | every fragment | last only | sampling floor |
+//! | [`jump`](scheme::jump) | O(1) expected | every fragment | last only | sampling floor |
 //! | [`slots`](scheme::slots) (default) | O(1) | exactly the slots taken | any | sampling floor |
 //!
 //! Every scheme places a key by its hash `h = key_hash(key)` alone. Every
