@@ -1,5 +1,6 @@
 //! The `fraghash` command.
 
+mod experiment;
 mod table;
 
 use clap::{Parser, Subcommand};
@@ -15,12 +16,16 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// The write-ups' experiment for every scheme: distribution over N
+    /// fragments, one add, one remove, growth curves, tables, JSON and plots.
+    Experiment(experiment::ExperimentArgs),
     /// Durable fragmented tables on redb.
     Table(table::TableArgs),
 }
 
 fn main() -> std::process::ExitCode {
     match Cli::parse().command {
+        Command::Experiment(args) => experiment::run(args),
         Command::Table(args) => table::run(args),
     }
 }
