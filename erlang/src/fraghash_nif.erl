@@ -9,7 +9,7 @@
 -module(fraghash_nif).
 
 -export([new_state/2, locate/2, load_locate/3, add_frag/4, del_frag/2,
-         set_weight/4, info/2, cache_stats/0]).
+         set_weight/4, info/2, cache_stats/0, digest/1]).
 
 -on_load(init/0).
 
@@ -73,3 +73,7 @@ info(_Digest, _Bytes) -> ?NIF.
 %% @doc Entries and decoded bytes in the NIF's state cache.
 -spec cache_stats() -> {non_neg_integer(), non_neg_integer()}.
 cache_stats() -> ?NIF.
+
+%% @doc The digest (xxh3-128) the NIF keys a state's bytes by.
+-spec digest(binary()) -> digest().
+digest(_Bytes) -> ?NIF.

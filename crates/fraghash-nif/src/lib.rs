@@ -20,6 +20,7 @@
 //! | `set_weight(Digest, Bytes, Frag, Weight)` | dirty CPU | `{Digest, Bytes, IterFrags, LockFrags}` |
 //! | `info(Digest, Bytes)` | dirty CPU | a map |
 //! | `cache_stats()` | normal | `{Entries, Bytes}` |
+//! | `digest(Bytes)` | dirty CPU | the 16-byte digest of state bytes |
 //!
 //! `H` is `erlang:phash2(Key, 1 bsl 32)`, widened with
 //! [`fraghash::widen_phash2`]. Errors raise `{fraghash, Reason, Message}`

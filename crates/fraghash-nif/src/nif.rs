@@ -180,4 +180,10 @@ fn cache_stats() -> (usize, usize) {
     cache::stats()
 }
 
+/// The digest (xxh3-128, 16 bytes) that states are cached by.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn digest<'a>(env: Env<'a>, bytes: Binary<'a>) -> Term<'a> {
+    binary(env, &cache::digest(bytes.as_slice()))
+}
+
 rustler::init!("fraghash_nif");

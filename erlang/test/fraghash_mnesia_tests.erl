@@ -1,0 +1,398 @@
+%% @doc EUnit tests of the fraghash Mnesia hash modules in real Mnesia.
+%%
+%% Needs a distributed node (`-sname') and the environment variable
+%% `FRAGHASH_TEST_DIR' (a scratch directory); `erlang/run-tests.sh' sets
+%% both up. Sizes can be lowered with `FRAGHASH_TEST_RECORDS' (default
+%% 100000) and `FRAGHASH_TEST_MAX_FRAGS' (default 64).
+-module(fraghash_mnesia_tests).
+
+-include_lib("eunit/include/eunit.hrl").
+
+-export([read_all/2, check_placement/1, put_all/3]).
+
+-define(MODULES, [mnesia_frag_slots, mnesia_frag_chash, mnesia_frag_jump]).
+-define(T, 600).
+
+%%% Fixture: one Mnesia with a disc schema for the whole run.
+
+mnesia_test_() ->
+    {setup, fun setup/0, fun cleanup/1,
+     fun(_) ->
+             {inorder,
+              [{timeout, ?T, {"linear equals mnesia_frag_hash, 1..70 fragments",
+                              fun cross_check_linear/0}},
+               {timeout, ?T, {"initial hash_state honoured or aborted",
+                              fun options/0}},
+               {timeout, ?T, {"corrupt hash_state raises, VM survives",
+                              fun corrupt_state/0}}]
+              ++ [{timeout, ?T, {atom_to_list(M) ++ ": 8 -> 64 -> 8 fragments",
+                                 fun() -> grow_shrink(M) end}}
+                  || M <- ?MODULES]
+              ++ [{timeout, ?T, {"restart: records and routing intact",
+                                 fun restart/0}},
+                  {timeout, ?T, {"two nodes", fun two_nodes/0}}]}
+     end}.
+
+setup() ->
+    Dir = filename:join(scratch(), "mnesia_" ++ atom_to_list(node())),
+    ok = application:set_env(mnesia, dir, Dir),
+    ok = mnesia:create_schema([node()]),
+    ok = mnesia:start(),
+    Dir.
+
+cleanup(_Dir) ->
+    stopped = mnesia:stop(),
+    ok.
+
+scratch() ->
+    case os:getenv("FRAGHASH_TEST_DIR") of
+        false -> error(no_fraghash_test_dir);
+        D -> D
+    end.
+
+env_int(Name, Default) ->
+    case os:getenv(Name) of
+        false -> Default;
+        "" -> Default;
+        V -> list_to_integer(V)
+    end.
+
+records() -> env_int("FRAGHASH_TEST_RECORDS", 100000).
+max_frags() -> env_int("FRAGHASH_TEST_MAX_FRAGS", 64).
+
+%%% Cross-check of linear against mnesia_frag_hash.
+
+mixed_keys(N) ->
+    rand:seed(exsss, {1, 2, 3}),
+    [mixed_key(I) || I <- lists:seq(1, N)].
+
+mixed_key(I) ->
+    case I rem 6 of
+        0 -> "key-" ++ integer_to_list(I);
+        1 -> <<"bin", I:32, (rand:uniform(255)):8>>;
+        2 -> I * 7919 - 50000000;
+        3 -> list_to_atom("atom_" ++ integer_to_list(I rem 20000));
+        4 -> {user, I, [I rem 7, "x"]};
+        5 -> (1 bsl 70) + I * rand:uniform(1000)
+    end.
+
+cross_check_linear() ->
+    Keys = mixed_keys(100000),
+    S0 = mnesia_frag_hash:init_state(t, undefined),
+    L0 = mnesia_frag_linear:init_state(t, undefined),
+    cross_check(Keys, 1, 70, S0, L0).
+
+cross_check(_Keys, N, Max, _S, _L) when N > Max -> ok;
+cross_check(Keys, N, Max, S, L) ->
+    Bad = [K || K <- Keys,
+                mnesia_frag_hash:key_to_frag_number(S, K)
+                    =/= mnesia_frag_linear:key_to_frag_number(L, K)],
+    ?assertEqual({N, []}, {N, lists:sublist(Bad, 5)}),
+    {S2, SIter, SLock} = mnesia_frag_hash:add_frag(S),
+    {L2, LIter, LLock} = mnesia_frag_linear:add_frag(L),
+    %% The same fragment is split, and the same new one locked.
+    ?assertEqual({N, SIter, SLock}, {N, LIter, LLock}),
+    cross_check(Keys, N + 1, Max, S2, L2).
+
+%%% Options.
+
+options() ->
+    S = mnesia_frag_chash:init_state(t, [{points, 1000}]),
+    ?assertMatch(#{spec := <<"ring:1000">>}, fraghash_mnesia:info(S)),
+    ?assertMatch(#{spec := <<"ring">>},
+                 fraghash_mnesia:info(mnesia_frag_chash:init_state(t, undefined))),
+    W = mnesia_frag_slots:init_state(t, [{weights, [2, 1, 3]}, {donors, all}]),
+    {W2, _, _} = mnesia_frag_slots:add_frag(W),
+    {W3, _, _} = mnesia_frag_slots:add_frag(W2),
+    {W4, _, _} = mnesia_frag_slots:add_frag(W3),
+    ?assertMatch(#{weights := [2, 1, 3, 1]}, fraghash_mnesia:info(W4)),
+    #{slots_per_fragment := Slots} = fraghash_mnesia:info(W4),
+    [A, B, C, D] = Slots,
+    ?assert(abs(A - 2 * B) =< 2 andalso abs(C - 3 * D) =< 3),
+    Bad = [{points, 0}, {points, 10001}, {nope, 1}, not_a_list],
+    [?assertExit({aborted, {bad_hash_state, mnesia_frag_chash, _}},
+                 mnesia_frag_chash:init_state(t, O)) || O <- wrap(Bad)],
+    [?assertExit({aborted, {bad_hash_state, mnesia_frag_slots, _}},
+                 mnesia_frag_slots:init_state(t, O))
+     || O <- [[{donors, 0}], [{weights, [1, 0]}], [{points, 10}]]],
+    ?assertExit({aborted, {bad_hash_state, mnesia_frag_jump, _}},
+                mnesia_frag_jump:init_state(t, [{points, 10}])),
+    %% Through Mnesia: a bad option aborts create_table with the reason.
+    ?assertMatch({aborted, {bad_hash_state, mnesia_frag_chash, _}},
+                 mnesia:create_table(opt_bad,
+                                     [{frag_properties,
+                                       [{n_fragments, 2},
+                                        {hash_module, mnesia_frag_chash},
+                                        {hash_state, [{points, -1}]}]}])),
+    ok.
+
+wrap(L) -> [case O of not_a_list -> O; _ -> [O] end || O <- L].
+
+corrupt_state() ->
+    S = mnesia_frag_slots:init_state(t, undefined),
+    {S2, _, _} = mnesia_frag_slots:add_frag(S),
+    %% Flip the bytes but keep the digest: the cache misses only if the
+    %% digest is new, so use a digest nobody cached.
+    Bytes = element(7, S2),
+    Junk = setelement(6, setelement(7, S2, <<"garbage", Bytes/binary>>),
+                      <<1:128>>),
+    ?assertExit({aborted, {fraghash, digest_mismatch, _}},
+                mnesia_frag_slots:key_to_frag_number(Junk, key)),
+    Garbage = <<"FHST", 1, 0, 4, "garbage">>,
+    Forged = setelement(6, setelement(7, S2, Garbage), fraghash_nif:digest(Garbage)),
+    ?assertExit({aborted, {fraghash, corrupt_state, _}},
+                mnesia_frag_slots:key_to_frag_number(Forged, key)),
+    ?assertExit({aborted, {fraghash, corrupt_state, _}},
+                mnesia_frag_slots:add_frag(Forged)),
+    ?assertExit({aborted, {bad_hash_state, _}},
+                mnesia_frag_slots:key_to_frag_number(not_a_state, key)),
+    ?assertExit({aborted, {bad_hash_state, mnesia_frag_slots, _}},
+                mnesia_frag_slots:add_frag({bad})),
+    ?assertError(badarg, fraghash_nif:locate(<<1:128>>, -1)),
+    ?assertError({fraghash, corrupt_state, _}, fraghash_nif:locate(<<1:8>>, 1)),
+    %% Removing the only fragment is refused with a reason.
+    ?assertExit({aborted, {bad_hash_state, mnesia_frag_jump, _}},
+                mnesia_frag_jump:del_frag(mnesia_frag_jump:init_state(t, undefined))),
+    ok.
+
+%%% Grow and shrink a disc_copies table in real Mnesia.
+
+table_name(Mod) -> list_to_atom("t_" ++ atom_to_list(Mod)).
+
+key(I) ->
+    case I rem 3 of
+        0 -> I;
+        1 -> "k" ++ integer_to_list(I);
+        2 -> {k, I}
+    end.
+
+value(I) -> I * 3 + 1.
+
+create(Tab, Mod, N, Props) ->
+    {atomic, ok} =
+        mnesia:create_table(Tab, [{attributes, [key, val]},
+                                  {frag_properties,
+                                   [{n_fragments, N}, {hash_module, Mod},
+                                    {node_pool, [node()]},
+                                    {n_disc_copies, 1} | Props]}]),
+    ok.
+
+put_all(Tab, From, To) ->
+    mnesia:activity(async_dirty,
+                    fun() ->
+                            [mnesia:write({Tab, key(I), value(I)})
+                             || I <- lists:seq(From, To)],
+                            ok
+                    end, [], mnesia_frag).
+
+%% Every record readable with its value: returns how many were checked.
+read_all(Tab, Count) ->
+    mnesia:activity(async_dirty,
+                    fun() ->
+                            lists:foreach(
+                              fun(I) ->
+                                      K = key(I),
+                                      [{Tab, K, V}] = mnesia:read(Tab, K),
+                                      V = value(I)
+                              end, lists:seq(1, Count)),
+                            Count
+                    end, [], mnesia_frag).
+
+frag_names(Tab) ->
+    mnesia:activity(async_dirty, fun() -> mnesia:table_info(Tab, frag_names) end,
+                    [], mnesia_frag).
+
+hash(Tab) ->
+    Props = mnesia:table_info(Tab, frag_properties),
+    {hash_module, Mod} = lists:keyfind(hash_module, 1, Props),
+    {hash_state, S} = lists:keyfind(hash_state, 1, Props),
+    {n_fragments, N} = lists:keyfind(n_fragments, 1, Props),
+    {Mod, S, N}.
+
+%% Every record sits in the fragment key_to_frag_number names; returns the
+%% record count of each fragment.
+check_placement(Tab) ->
+    {Mod, S, N} = hash(Tab),
+    Names = frag_names(Tab),
+    N = length(Names),
+    lists:map(
+      fun({F, Name}) ->
+              Keys = mnesia:dirty_all_keys(Name),
+              Wrong = [{K, Mod:key_to_frag_number(S, K)}
+                       || K <- Keys, Mod:key_to_frag_number(S, K) =/= F],
+              ?assertEqual({Name, F, []}, {Name, F, lists:sublist(Wrong, 3)}),
+              length(Keys)
+      end, lists:zip(lists:seq(1, N), Names)).
+
+check(Tab, Count, Step) ->
+    Counts = check_placement(Tab),
+    ?assertEqual(Count, lists:sum(Counts)),
+    Size = mnesia:activity(async_dirty, fun() -> mnesia:table_info(Tab, size) end,
+                           [], mnesia_frag),
+    ?assertEqual(Count, Size),
+    Count = read_all(Tab, Count),
+    print_dist(Tab, Step, Counts).
+
+print_dist(Tab, Step, Counts) ->
+    N = length(Counts),
+    Mean = lists:sum(Counts) / N,
+    Sd = math:sqrt(lists:sum([(C - Mean) * (C - Mean) || C <- Counts]) / N),
+    Full = N =:= 8 orelse N =:= max_frags(),
+    io:format(user, "~s ~-8s n=~-3b mean=~8.1f stddev=~8.1f min=~6b max=~6b max/mean=~5.3f~s~n",
+              [Tab, Step, N, Mean, Sd, lists:min(Counts), lists:max(Counts),
+               lists:max(Counts) / Mean,
+               case Full of
+                   true -> io_lib:format(" ~w", [Counts]);
+                   false -> ""
+               end]).
+
+grow_shrink(Mod) ->
+    Tab = table_name(Mod),
+    Count = records(),
+    ok = create(Tab, Mod, 8, []),
+    ok = put_all(Tab, 1, Count),
+    check(Tab, Count, "created"),
+    Max = max_frags(),
+    T0 = erlang:monotonic_time(millisecond),
+    lists:foreach(
+      fun(_) ->
+              {atomic, ok} = mnesia:change_table_frag(Tab, {add_frag, [node()]}),
+              check(Tab, Count, "add_frag")
+      end, lists:seq(9, Max)),
+    T1 = erlang:monotonic_time(millisecond),
+    lists:foreach(
+      fun(_) ->
+              {atomic, ok} = mnesia:change_table_frag(Tab, del_frag),
+              check(Tab, Count, "del_frag")
+      end, lists:seq(9, Max)),
+    T2 = erlang:monotonic_time(millisecond),
+    io:format(user, "~s: ~b add_frag steps in ~b ms, ~b del_frag steps in ~b ms "
+              "(with the checks)~n", [Tab, Max - 8, T1 - T0, Max - 8, T2 - T1]),
+    {_, _, 8} = hash(Tab),
+    ok.
+
+%%% Restart.
+
+restart() ->
+    %% Fresh tables grown by add_frag only (Mnesia 4.21.3 itself loses the
+    %% records a del_frag merged into disc_copies fragments when it restarts,
+    %% whatever the hash module; see docs/mnesia.md). mnesia_frag_hash runs
+    %% beside ours as the control.
+    Count = records(),
+    Tabs = [begin
+                T = list_to_atom("r_" ++ atom_to_list(M)),
+                ok = create(T, M, 8, []),
+                ok = put_all(T, 1, Count),
+                [{atomic, ok} = mnesia:change_table_frag(T, {add_frag, [node()]})
+                 || _ <- lists:seq(1, 4)],
+                check(T, Count, "pre-restart"),
+                T
+            end || M <- [mnesia_frag_hash | ?MODULES]],
+    stopped = mnesia:stop(),
+    ok = mnesia:start(),
+    ok = mnesia:wait_for_tables(mnesia:system_info(tables), 60000),
+    %% Every record readable with its value through key_to_frag_number, and
+    %% the same fragment count and hash state. Mnesia may bring back copies
+    %% that an add_frag had deleted from a source fragment (seen with
+    %% mnesia_frag_hash too): they are counted and printed, not hidden.
+    [begin
+         ?assertEqual(Count, read_all(T, Count)),
+         {_, _, 12} = hash(T),
+         io:format(user, "~s after restart: ~b stale copies left by Mnesia~n",
+                   [T, stale(T)])
+     end || T <- Tabs],
+    %% New writes still route correctly after the restart.
+    [begin
+         ok = put_all(T, Count + 1, Count + 1000),
+         ?assertEqual(Count + 1000, read_all(T, Count + 1000))
+     end || T <- Tabs],
+    ok.
+
+%%% Two nodes.
+
+two_nodes() ->
+    two_nodes(?MODULES).
+
+two_nodes(Modules) ->
+    Count = records() div 5,
+    A = node(),
+    Name = list_to_atom("fraghash_peer_" ++ os:getpid()),
+    DirB = filename:join(scratch(), "mnesia_" ++ atom_to_list(Name)),
+    {Peer, B} = start_peer(Name, DirB),
+    ok = rpc:call(B, application, set_env, [mnesia, extra_db_nodes, [A]]),
+    ok = rpc:call(B, mnesia, start, []),
+    {atomic, ok} = mnesia:change_table_copy_type(schema, B, disc_copies),
+    Tabs = [{Mod, NCopies, list_to_atom(lists:concat(["two_", Mod, "_", NCopies]))}
+            || Mod <- Modules, NCopies <- [1, 2]],
+    lists:foreach(
+      fun({Mod, NCopies, Tab}) ->
+              {atomic, ok} =
+                  mnesia:create_table(Tab, [{attributes, [key, val]},
+                                            {frag_properties,
+                                             [{n_fragments, 8}, {hash_module, Mod},
+                                              {node_pool, [A, B]},
+                                              {n_disc_copies, NCopies}]}]),
+              ok = put_all(Tab, 1, Count),
+              Count = read_all(Tab, Count),
+              Count = rpc:call(B, ?MODULE, read_all, [Tab, Count]),
+              %% add_frag issued on B, seen on A.
+              {atomic, ok} = rpc:call(B, mnesia, change_table_frag,
+                                      [Tab, {add_frag, [A, B]}]),
+              {_, _, 9} = hash(Tab),
+              check(Tab, Count, "add@B"),
+              {atomic, ok} = mnesia:change_table_frag(Tab, {add_frag, [B, A]}),
+              Counts = rpc:call(B, ?MODULE, check_placement, [Tab]),
+              ?assertEqual(Count, lists:sum(Counts)),
+              Count = rpc:call(B, ?MODULE, read_all, [Tab, Count])
+      end, Tabs),
+    %% Kill B (no clean shutdown), restart it, nothing lost.
+    OsPid = rpc:call(B, os, getpid, []),
+    os:cmd("kill -9 " ++ OsPid),
+    wait_down(B),
+    catch peer:stop(Peer),
+    {_Peer2, B} = start_peer(Name, DirB),
+    ok = rpc:call(B, mnesia, start, []),
+    TabNames = [T || {_, _, T} <- Tabs],
+    ok = rpc:call(B, mnesia, wait_for_tables, [TabNames, 60000]),
+    ok = mnesia:wait_for_tables(TabNames, 60000),
+    %% Every record readable with its value from both nodes. Where both
+    %% nodes hold every fragment (n_disc_copies 2), placement and sizes are
+    %% exact too. Where B alone held a fragment (n_disc_copies 1), Mnesia
+    %% 4.21.3 brings back, after B's restart, the copies an add_frag had
+    %% deleted from it (reproduced with mnesia_frag_hash; docs/mnesia.md):
+    %% reads are right (they go where key_to_frag_number says), the stale
+    %% copies are counted and printed.
+    lists:foreach(
+      fun({_Mod, NCopies, Tab}) ->
+              Count = read_all(Tab, Count),
+              Count = rpc:call(B, ?MODULE, read_all, [Tab, Count]),
+              case NCopies of
+                  2 -> check(Tab, Count, "B-killed");
+                  1 -> io:format(user, "~s B-killed: ~b stale copies left by Mnesia~n",
+                                 [Tab, stale(Tab)])
+              end
+      end, Tabs),
+    ok.
+
+stale(Tab) ->
+    {Mod, S, N} = hash(Tab),
+    lists:sum([length([K || K <- mnesia:dirty_all_keys(Name),
+                            Mod:key_to_frag_number(S, K) =/= F])
+               || {F, Name} <- lists:zip(lists:seq(1, N), frag_names(Tab))]).
+
+start_peer(Name, Dir) ->
+    Ebin = filename:dirname(code:which(?MODULE)),
+    {ok, Peer, Node} = peer:start(#{name => Name, host => "localhost",
+                                    args => ["-pa", Ebin,
+                                             "-mnesia", "dir",
+                                             "\"" ++ Dir ++ "\""]}),
+    OsPid = rpc:call(Node, os, getpid, []),
+    ok = file:write_file(filename:join(scratch(), "peer.pids"),
+                         [OsPid, "\n"], [append]),
+    {Peer, Node}.
+
+wait_down(Node) ->
+    case lists:member(Node, nodes()) of
+        true -> timer:sleep(50), wait_down(Node);
+        false -> ok
+    end.
