@@ -21,7 +21,7 @@ enum Op {
     RemoveLast,
     Split(u32),
     Weight(u32, u32),
-    AddLimited(u32),
+    AddLimited(u32, u32),
     Rebalance(u64),
 }
 
@@ -32,7 +32,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => Just(Op::RemoveLast),
         1 => any::<u32>().prop_map(Op::Split),
         1 => (any::<u32>(), 1u32..4).prop_map(|(f, w)| Op::Weight(f, w)),
-        1 => (1u32..4).prop_map(Op::AddLimited),
+        1 => (1u32..4, prop_oneof![Just(1u32), 1u32..300]).prop_map(|(d, w)| Op::AddLimited(d, w)),
         1 => any::<u64>().prop_map(Op::Rebalance),
     ]
 }
@@ -81,7 +81,7 @@ fn apply(s: &mut AnyScheme, op: &Op) -> Result<MigrationPlan, SchemeError> {
         Op::RemoveLast => s.remove_fragment(n - 1),
         Op::Split(x) => s.split(x % n),
         Op::Weight(f, w) => s.set_weight(f % n, w),
-        Op::AddLimited(d) => s.add_limited(1, d),
+        Op::AddLimited(d, w) => s.add_limited(w, d),
         Op::Rebalance(seed) => {
             let z = sizes(s, seed);
             s.rebalance(&z)

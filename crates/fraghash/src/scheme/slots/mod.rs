@@ -277,7 +277,7 @@ impl Slots {
                 surplus[i] = i64::MIN / 2;
             }
         }
-        let gives = greedy_take(&surplus, targets[before as usize]);
+        let gives = greedy_take(&surplus, &counts, targets[before as usize]);
         let runs = self.runs();
         for (donor, &g) in gives.iter().enumerate() {
             for (start, len) in take_from_runs(&runs[donor], g) {
@@ -423,7 +423,11 @@ impl FragmentScheme for Slots {
                 }
             })
             .collect();
-        let gets = greedy_take(&deficit, counts[which as usize]);
+        let gets = greedy_take(
+            &deficit,
+            &vec![u64::MAX; deficit.len()],
+            counts[which as usize],
+        );
         let mine: Vec<usize> = (0..self.table.len())
             .filter(|&s| self.table[s] == which)
             .collect();
@@ -497,22 +501,28 @@ pub(crate) fn targets(weights: &[u32], total: u64) -> Vec<u64> {
 }
 
 /// Takes `count` units one at a time from whichever entry of `excess` is
-/// largest (ties to the lower index); returns how many each gave.
-fn greedy_take(excess: &[i64], count: u64) -> Vec<u64> {
+/// largest (ties to the lower index), never more than `caps[i]` from entry
+/// `i`; returns how many each gave.
+fn greedy_take(excess: &[i64], caps: &[u64], count: u64) -> Vec<u64> {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
     let mut heap: BinaryHeap<(i64, Reverse<usize>)> = excess
         .iter()
         .enumerate()
+        .filter(|&(i, _)| caps[i] > 0)
         .map(|(i, &e)| (e, Reverse(i)))
         .collect();
     let mut taken = vec![0u64; excess.len()];
-    for _ in 0..count {
+    let mut left = count;
+    while left > 0 {
         let Some((e, Reverse(i))) = heap.pop() else {
             break;
         };
         taken[i] += 1;
-        heap.push((e - 1, Reverse(i)));
+        left -= 1;
+        if taken[i] < caps[i] {
+            heap.push((e - 1, Reverse(i)));
+        }
     }
     taken
 }

@@ -118,3 +118,11 @@ fn limited_add_scans_at_most_the_donors_allowed() {
     }
     assert!(Slots::new(3).unwrap().add_limited(1, 0).is_err());
 }
+
+#[test]
+fn limited_add_reaches_further_when_the_donors_run_dry() {
+    let mut s = Slots::new(4).unwrap();
+    // The new fragment wants 100/104 of the slots; no single donor has them.
+    s.add_limited(100, 1).unwrap();
+    assert_eq!(s.slots_per_fragment()[4], s.target_slots()[4]);
+}
