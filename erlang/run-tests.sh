@@ -5,7 +5,8 @@
 # temporary directory that is removed afterwards; any peer node still alive
 # at the end is killed. Exits non-zero when a test fails.
 #
-# Environment: FRAGHASH_TEST_RECORDS (default 100000),
+# Environment: FRAGHASH_TEST_RECORDS (default 20000; the full size
+#              is 100000, which takes much longer),
 #              FRAGHASH_TEST_MAX_FRAGS (default 64),
 #              FRAGHASH_SKIP_BUILD=1 to use what is already built,
 #              plus build.sh's variables.

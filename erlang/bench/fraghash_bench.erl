@@ -1,0 +1,105 @@
+%% @doc Benchmarks of the fraghash Mnesia hash modules beside
+%% `mnesia_frag_hash': `async_dirty' writes and reads through `mnesia_frag'
+%% (ram_copies, one node) at several fragment counts, and the distribution
+%% of random string keys over 50 fragments. Run by `bench/bench.sh'.
+-module(fraghash_bench).
+
+-export([main/1, throughput/3, distribution/2]).
+
+-define(MODULES, [mnesia_frag_hash, mnesia_frag_slots, mnesia_frag_chash,
+                  mnesia_frag_jump]).
+
+%% @doc `main([Keys, FragCounts, DistKeys])', all as strings
+%% ("100000", "50,400,4000", "1000000").
+-spec main([string()]) -> ok.
+main([Keys, Frags, DistKeys]) ->
+    ok = mnesia:start(),
+    K = list_to_integer(Keys),
+    Fs = [list_to_integer(F) || F <- string:lexemes(Frags, ",")],
+    io:format("~n## async_dirty through mnesia_frag, ram_copies, ~b keys~n~n", [K]),
+    io:format("| hash module | fragments | create table (s) | writes/s | reads/s |~n"
+              "|---|---|---|---|---|~n"),
+    [throughput(M, F, K) || F <- Fs, M <- ?MODULES],
+    io:format("~n## distribution: ~s random string keys over 50 fragments~n~n",
+              [DistKeys]),
+    io:format("| hash module | stddev | biggest | smallest | max/mean | binomial floor |~n"
+              "|---|---|---|---|---|---|~n"),
+    [distribution(M, list_to_integer(DistKeys)) || M <- ?MODULES],
+    ok.
+
+%% @doc One line of the throughput table.
+-spec throughput(module(), pos_integer(), pos_integer()) -> ok.
+throughput(Mod, Frags, K) ->
+    Tab = bench_tab,
+    {TC, {atomic, ok}} =
+        timer:tc(fun() ->
+                         mnesia:create_table(Tab, [{attributes, [k, v]},
+                                                   {frag_properties,
+                                                    [{n_fragments, Frags},
+                                                     {hash_module, Mod},
+                                                     {node_pool, [node()]}]}])
+                 end),
+    Keys = [key(I) || I <- lists:seq(1, K)],
+    erlang:garbage_collect(),
+    {TW, ok} = timer:tc(fun() ->
+                                mnesia:activity(async_dirty, fun() -> write_all(Tab, Keys) end,
+                                                [], mnesia_frag)
+                        end),
+    {TR, ok} = timer:tc(fun() ->
+                                mnesia:activity(async_dirty, fun() -> read_all(Tab, Keys) end,
+                                                [], mnesia_frag)
+                        end),
+    io:format("| `~s` | ~b | ~.1f | ~s | ~s |~n",
+              [Mod, Frags, TC / 1.0e6, rate(K, TW), rate(K, TR)]),
+    {atomic, ok} = mnesia:delete_table(Tab),
+    ok.
+
+write_all(Tab, [K | Ks]) -> mnesia:write({Tab, K, K}), write_all(Tab, Ks);
+write_all(_, []) -> ok.
+
+read_all(Tab, [K | Ks]) -> [_] = mnesia:read(Tab, K), read_all(Tab, Ks);
+read_all(_, []) -> ok.
+
+rate(K, Micros) ->
+    R = round(K / (Micros / 1.0e6)),
+    thousands(integer_to_list(R)).
+
+thousands(S) when length(S) =< 3 -> S;
+thousands(S) ->
+    {H, T} = lists:split(length(S) - 3, S),
+    thousands(H) ++ "," ++ T.
+
+key(I) -> "user-" ++ integer_to_list(I).
+
+%% @doc One line of the distribution table: `N' random short strings (5 to
+%% 16 letters and digits, as in the write-ups' experiment) over 50 fragments.
+-spec distribution(module(), pos_integer()) -> ok.
+distribution(Mod, N) ->
+    S = grow(Mod, Mod:init_state(dist, undefined), 49),
+    rand:seed(exsss, {7, 7, 7}),
+    C0 = erlang:make_tuple(50, 0),
+    Counts = tuple_to_list(count(Mod, S, N, C0)),
+    Mean = N / 50,
+    Sd = math:sqrt(lists:sum([(C - Mean) * (C - Mean) || C <- Counts]) / 50),
+    Floor = math:sqrt(N * (1 / 50) * (49 / 50)),
+    io:format("| `~s` | ~s | ~s | ~s | ~.3f | ~s |~n",
+              [Mod, thousands(integer_to_list(round(Sd))),
+               thousands(integer_to_list(lists:max(Counts))),
+               thousands(integer_to_list(lists:min(Counts))),
+               lists:max(Counts) / Mean, thousands(integer_to_list(round(Floor)))]).
+
+grow(_Mod, S, 0) -> S;
+grow(Mod, S, K) ->
+    {S2, _, _} = Mod:add_frag(S),
+    grow(Mod, S2, K - 1).
+
+count(_Mod, _S, 0, C) -> C;
+count(Mod, S, N, C) ->
+    F = Mod:key_to_frag_number(S, random_string()),
+    count(Mod, S, N - 1, setelement(F, C, element(F, C) + 1)).
+
+-define(CHARS, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789").
+
+random_string() ->
+    L = 4 + rand:uniform(12),
+    [lists:nth(rand:uniform(62), ?CHARS) || _ <- lists:seq(1, L)].
