@@ -89,3 +89,10 @@ mod tests {
         check::<crate::Table>();
     }
 }
+
+/// Whether manifest bytes hold a migration journal (for the crash tests).
+#[doc(hidden)]
+pub fn __journal_present(manifest: &[u8]) -> bool {
+    manifest::Manifest::decode(std::path::Path::new(MANIFEST_FILE), manifest)
+        .is_ok_and(|m| m.journal.is_some())
+}
