@@ -277,7 +277,9 @@ impl Slots {
                 surplus[i] = i64::MIN / 2;
             }
         }
-        let gives = greedy_take(&surplus, &counts, targets[before as usize]);
+        // A donor keeps at least one slot, so no fragment is left empty.
+        let caps: Vec<u64> = counts.iter().map(|c| c.saturating_sub(1)).collect();
+        let gives = greedy_take(&surplus, &caps, targets[before as usize]);
         let runs = self.runs();
         for (donor, &g) in gives.iter().enumerate() {
             for (start, len) in take_from_runs(&runs[donor], g) {
@@ -304,19 +306,24 @@ impl Slots {
             });
         }
         Self::check_count(before + 1)?;
+        // Refuse before changing anything: a split needs two slots, after
+        // at most one extra doubling.
+        let grown_bits = Self::wanted_bits(before + 1).max(self.bits);
+        let owned =
+            self.table.iter().filter(|&&o| o == fragment).count() << (grown_bits - self.bits);
+        if owned == 0 || (owned == 1 && grown_bits == Self::MAX_BITS) {
+            return Err(SchemeError::InvalidArgument(format!(
+                "fragment {fragment} owns {owned} slot(s) and cannot be split"
+            )));
+        }
         let old = self.ownership();
         self.grow_for(before + 1);
-        if self.slots_per_fragment()[fragment as usize] < 2 && self.bits < Self::MAX_BITS {
+        if self.slots_per_fragment()[fragment as usize] < 2 {
             self.grow_to(self.bits + 1);
         }
         let mine: Vec<usize> = (0..self.table.len())
             .filter(|&s| self.table[s] == fragment)
             .collect();
-        if mine.len() < 2 {
-            return Err(SchemeError::InvalidArgument(format!(
-                "fragment {fragment} owns fewer than two slots and cannot be split"
-            )));
-        }
         for &s in &mine[mine.len() - mine.len() / 2..] {
             self.table[s] = before;
         }
