@@ -44,7 +44,7 @@
 //!
 //! - Fragment ids are `u32`; each scheme has a maximum fragment count
 //!   ([`SchemeSpec::max_fragments`]): `slots` 262,144; `ring` 2^24 points in
-//!   all; `linear` 2^31; `jump` 2^31 − 1.
+//!   all; `linear` 2^31; `jump` 2^20 (its add plan names every fragment).
 //! - The state format is versioned ([`state::FORMAT_VERSION`]); decoding
 //!   never panics on arbitrary bytes.
 
