@@ -278,39 +278,45 @@ grow_shrink(Mod) ->
 %%% Restart.
 
 restart() ->
-    %% Fresh tables grown by add_frag only (Mnesia 4.21.3 itself loses the
-    %% records a del_frag merged into disc_copies fragments when it restarts,
-    %% whatever the hash module; see docs/mnesia.md). mnesia_frag_hash runs
-    %% beside ours as the control.
+    %% Mnesia 4.21.3 does not always make durable the record moves of
+    %% change_table_frag (see fraghash_frag): the t_* tables above, grown and
+    %% shrunk with plain change_table_frag, are only reported. Fresh r_*
+    %% tables are grown and shrunk with fraghash_frag:add_frag/del_frag and
+    %% must come back exactly; mnesia_frag_hash runs beside ours.
     Count = records(),
+    Plain = [table_name(M) || M <- ?MODULES],
     Tabs = [begin
                 T = list_to_atom("r_" ++ atom_to_list(M)),
                 ok = create(T, M, 8, []),
                 ok = put_all(T, 1, Count),
-                [{atomic, ok} = mnesia:change_table_frag(T, {add_frag, [node()]})
-                 || _ <- lists:seq(1, 4)],
+                [{atomic, ok} = fraghash_frag:add_frag(T, [node()]) || _ <- lists:seq(1, 6)],
+                [{atomic, ok} = fraghash_frag:del_frag(T) || _ <- lists:seq(1, 2)],
                 check(T, Count, "pre-restart"),
                 T
             end || M <- [mnesia_frag_hash | ?MODULES]],
+    Before = [check_placement(T) || T <- Tabs],
     stopped = mnesia:stop(),
     ok = mnesia:start(),
     ok = mnesia:wait_for_tables(mnesia:system_info(tables), 60000),
-    %% Every record readable with its value through key_to_frag_number, and
-    %% the same fragment count and hash state. Mnesia may bring back copies
-    %% that an add_frag had deleted from a source fragment (seen with
-    %% mnesia_frag_hash too): they are counted and printed, not hidden.
+    ?assertEqual(Before, [check_placement(T) || T <- Tabs]),
+    [check(T, Count, "restart") || T <- Tabs],
+    %% Routing still works after the restart: a further add_frag.
     [begin
-         ?assertEqual(Count, read_all(T, Count)),
-         {_, _, 12} = hash(T),
-         io:format(user, "~s after restart: ~b stale copies left by Mnesia~n",
-                   [T, stale(T)])
+         {atomic, ok} = fraghash_frag:add_frag(T, [node()]),
+         check(T, Count, "restart+add")
      end || T <- Tabs],
-    %% New writes still route correctly after the restart.
-    [begin
-         ok = put_all(T, Count + 1, Count + 1000),
-         ?assertEqual(Count + 1000, read_all(T, Count + 1000))
-     end || T <- Tabs],
+    [io:format(user, "~s (plain change_table_frag) after restart: ~b of ~b records "
+               "readable, ~b stale copies~n",
+               [T, readable(T, Count), Count, fraghash_frag:stale_copies(T)])
+     || T <- Plain],
     ok.
+
+readable(Tab, Count) ->
+    mnesia:activity(async_dirty,
+                    fun() ->
+                            length([I || I <- lists:seq(1, Count),
+                                         mnesia:read(Tab, key(I)) =:= [{Tab, key(I), value(I)}]])
+                    end, [], mnesia_frag).
 
 %%% Two nodes.
 
@@ -340,11 +346,10 @@ two_nodes(Modules) ->
               Count = read_all(Tab, Count),
               Count = rpc:call(B, ?MODULE, read_all, [Tab, Count]),
               %% add_frag issued on B, seen on A.
-              {atomic, ok} = rpc:call(B, mnesia, change_table_frag,
-                                      [Tab, {add_frag, [A, B]}]),
+              {atomic, ok} = rpc:call(B, fraghash_frag, add_frag, [Tab, [A, B]]),
               {_, _, 9} = hash(Tab),
               check(Tab, Count, "add@B"),
-              {atomic, ok} = mnesia:change_table_frag(Tab, {add_frag, [B, A]}),
+              {atomic, ok} = fraghash_frag:add_frag(Tab, [B, A]),
               Counts = rpc:call(B, ?MODULE, check_placement, [Tab]),
               ?assertEqual(Count, lists:sum(Counts)),
               Count = rpc:call(B, ?MODULE, read_all, [Tab, Count])
@@ -359,30 +364,15 @@ two_nodes(Modules) ->
     TabNames = [T || {_, _, T} <- Tabs],
     ok = rpc:call(B, mnesia, wait_for_tables, [TabNames, 60000]),
     ok = mnesia:wait_for_tables(TabNames, 60000),
-    %% Every record readable with its value from both nodes. Where both
-    %% nodes hold every fragment (n_disc_copies 2), placement and sizes are
-    %% exact too. Where B alone held a fragment (n_disc_copies 1), Mnesia
-    %% 4.21.3 brings back, after B's restart, the copies an add_frag had
-    %% deleted from it (reproduced with mnesia_frag_hash; docs/mnesia.md):
-    %% reads are right (they go where key_to_frag_number says), the stale
-    %% copies are counted and printed.
+    %% Every record readable with its value from both nodes, in the
+    %% fragment key_to_frag_number names, and the size exact.
     lists:foreach(
-      fun({_Mod, NCopies, Tab}) ->
-              Count = read_all(Tab, Count),
+      fun({_Mod, _NCopies, Tab}) ->
+              check(Tab, Count, "B-killed"),
               Count = rpc:call(B, ?MODULE, read_all, [Tab, Count]),
-              case NCopies of
-                  2 -> check(Tab, Count, "B-killed");
-                  1 -> io:format(user, "~s B-killed: ~b stale copies left by Mnesia~n",
-                                 [Tab, stale(Tab)])
-              end
+              ?assertEqual(0, rpc:call(B, fraghash_frag, stale_copies, [Tab]))
       end, Tabs),
     ok.
-
-stale(Tab) ->
-    {Mod, S, N} = hash(Tab),
-    lists:sum([length([K || K <- mnesia:dirty_all_keys(Name),
-                            Mod:key_to_frag_number(S, K) =/= F])
-               || {F, Name} <- lists:zip(lists:seq(1, N), frag_names(Tab))]).
 
 start_peer(Name, Dir) ->
     Ebin = filename:dirname(code:which(?MODULE)),
