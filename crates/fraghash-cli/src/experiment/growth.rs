@@ -13,6 +13,7 @@
 //!
 //! Each curve ends with a check against a direct count at MAX fragments.
 
+use fraghash::scheme::ring::Ring;
 use fraghash::{AnyScheme, FragmentScheme, Move, SchemeSpec, Stats};
 use serde::Serialize;
 
@@ -108,17 +109,22 @@ pub fn curve(
         c.stddev_over_floor.push(s.stddev_over_floor());
         bar.inc(1);
     };
-    let last = match spec {
-        SchemeSpec::Linear => linear(max, sorted, &mut push),
-        SchemeSpec::Jump => jump(max, sorted, &mut push),
-        SchemeSpec::Ring { .. } | SchemeSpec::Slots => {
-            by_plans(spec, max, sorted, &mut push).map_err(|e| format!("growth of {name}: {e}"))?
-        }
-    };
+    let last =
+        match spec {
+            SchemeSpec::Linear => linear(max, sorted, &mut push),
+            SchemeSpec::Jump => jump(max, sorted, &mut push),
+            SchemeSpec::Ring { points } => ring(points, max, sorted, &mut push)
+                .map_err(|e| format!("growth of {name}: {e}"))?,
+            SchemeSpec::Slots => by_plans(spec, max, sorted, &mut push)
+                .map_err(|e| format!("growth of {name}: {e}"))?,
+        };
     c.method = match spec {
         SchemeSpec::Linear => "exact: histogram of the low hash bits",
         SchemeSpec::Jump => "exact: each key's chain of lookups back from MAX",
-        _ => "exact: add plans applied to per-range counts over sorted hashes",
+        SchemeSpec::Ring { .. } => {
+            "exact: each new point takes the arc before it, counted over sorted hashes"
+        }
+        SchemeSpec::Slots => "exact: add plans applied to per-range counts over sorted hashes",
     };
     // The last step against a direct count of every key.
     let scheme = last.1;
@@ -157,6 +163,72 @@ fn by_plans(
                 counts[*from as usize] -= k;
                 counts[*to as usize] += k;
             }
+        }
+        push(&counts);
+    }
+    Ok((counts, scheme))
+}
+
+fn ring(
+    points: u32,
+    max: u32,
+    sorted: &[u64],
+    push: &mut impl FnMut(&[u64]),
+) -> Result<Last, fraghash::SchemeError> {
+    // The core rebuilds the whole ring on every add (O(N·P log N·P) a step);
+    // here every point of every fragment up to MAX is placed once, and each
+    // add inserts its points into the ring: a new point takes the keys of
+    // the arc ending at it from the owner of the next point. Ids are tokens
+    // when a ring only grows; equal positions go to the smallest
+    // (token, point), as in the core. Checked against the core at MAX.
+    let scheme = AnyScheme::from_spec(SchemeSpec::Ring { points }, max)?;
+    let mut all: Vec<(u64, u32, u32)> = Vec::with_capacity(max as usize * points as usize);
+    for t in 0..max {
+        for p in 0..points {
+            all.push((Ring::point_position(u64::from(t), p), t, p));
+        }
+    }
+    all.sort_unstable();
+    all.dedup_by_key(|e| e.0);
+    let mut by_fragment: Vec<Vec<usize>> = vec![Vec::new(); max as usize];
+    for (i, e) in all.iter().enumerate() {
+        by_fragment[e.1 as usize].push(i);
+    }
+    // rank[i]: keys with hash <= position i, by one merge over both sorted lists.
+    let mut rank: Vec<u64> = Vec::with_capacity(all.len());
+    let mut j = 0usize;
+    for e in &all {
+        while j < sorted.len() && sorted[j] <= e.0 {
+            j += 1;
+        }
+        rank.push(j as u64);
+    }
+    let m = sorted.len() as u64;
+    // Keys in the arc (pos[a], pos[b]], wrapping when b is before a.
+    let arc = |a: usize, b: usize| -> u64 {
+        if a < b {
+            rank[b] - rank[a]
+        } else {
+            m - rank[a] + rank[b]
+        }
+    };
+    let mut present: std::collections::BTreeSet<usize> = by_fragment[0].iter().copied().collect();
+    let mut counts = vec![sorted.len() as u64];
+    push(&counts);
+    for n in 1..max {
+        counts.push(0);
+        for &i in &by_fragment[n as usize] {
+            let pred = present
+                .range(..i)
+                .next_back()
+                .or(present.iter().next_back());
+            let succ = present.range(i..).next().or(present.iter().next());
+            if let (Some(&a), Some(&b)) = (pred, succ) {
+                let k = arc(a, i);
+                counts[all[b].1 as usize] -= k;
+                counts[n as usize] += k;
+            }
+            present.insert(i);
         }
         push(&counts);
     }
@@ -261,7 +333,7 @@ mod tests {
         let mut v: Vec<u64> = (0..30_000).map(|_| g.next()).collect();
         v.sort_unstable();
         let bar = indicatif::ProgressBar::hidden();
-        for spec in ["linear", "jump", "ring:10"] {
+        for spec in ["linear", "jump", "ring:10", "ring:3"] {
             let c = curve(spec.parse().unwrap(), 40, &v, &bar).unwrap();
             assert_eq!(c.fragments.len(), 40);
             for n in [1u32, 2, 7, 16, 17, 33, 40] {
