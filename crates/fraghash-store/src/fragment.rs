@@ -193,6 +193,11 @@ impl Fragment {
             Err(redb::DatabaseError::Storage(redb::StorageError::Corrupted(m))) => {
                 return Err(foreign(format!("not a readable redb file ({m})")))
             }
+            Err(redb::DatabaseError::Storage(redb::StorageError::Io(e)))
+                if e.kind() == std::io::ErrorKind::InvalidData =>
+            {
+                return Err(foreign(format!("not a redb file ({e})")))
+            }
             Err(e) => return Err(Error::storage(path, e)),
         };
         let txn = db.begin_read().at(path)?;

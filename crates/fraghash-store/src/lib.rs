@@ -81,6 +81,13 @@ pub const MAX_KEY_LEN: usize = 4096;
 /// The longest value, in bytes (64 MiB).
 pub const MAX_VALUE_LEN: usize = 64 << 20;
 
+/// Whether manifest bytes hold a migration journal (for the crash tests).
+#[doc(hidden)]
+pub fn __journal_present(manifest: &[u8]) -> bool {
+    manifest::Manifest::decode(std::path::Path::new(MANIFEST_FILE), manifest)
+        .is_ok_and(|m| m.journal.is_some())
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -88,11 +95,4 @@ mod tests {
         fn check<T: Send + Sync>() {}
         check::<crate::Table>();
     }
-}
-
-/// Whether manifest bytes hold a migration journal (for the crash tests).
-#[doc(hidden)]
-pub fn __journal_present(manifest: &[u8]) -> bool {
-    manifest::Manifest::decode(std::path::Path::new(MANIFEST_FILE), manifest)
-        .is_ok_and(|m| m.journal.is_some())
 }

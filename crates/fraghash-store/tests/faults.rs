@@ -1,0 +1,193 @@
+//! Bad input and faults: each a typed error with a one-line message.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+use common::{assert_sound, contents, filled};
+use fraghash_store::{Error, Table, TableOptions};
+
+const BIN: &str = env!("CARGO_BIN_EXE_fraghash-store-torture");
+
+fn one_line(e: &Error) -> String {
+    let s = e.to_string();
+    assert!(!s.contains('\n'), "message is not one line: {s}");
+    eprintln!("{s}");
+    s
+}
+
+#[test]
+fn second_open_is_table_locked() {
+    let d = tempfile::tempdir().unwrap();
+    let t = filled(d.path(), "slots", 2, 10);
+    let e = Table::open(d.path()).unwrap_err();
+    assert!(matches!(e, Error::TableLocked { .. }), "{e}");
+    one_line(&e);
+    drop(t);
+    // Another process.
+    let mut child = Command::new(BIN)
+        .args(["hold", d.path().to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "open");
+    let e = Table::open(d.path()).unwrap_err();
+    assert!(matches!(e, Error::TableLocked { .. }), "{e}");
+    let e2 = Table::create(d.path(), &TableOptions::default()).unwrap_err();
+    assert!(matches!(e2, Error::TableLocked { .. }), "{e2}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let t = Table::open(d.path()).unwrap();
+    assert_eq!(t.len(), 10);
+}
+
+#[test]
+fn create_over_a_table_and_open_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    drop(filled(d.path(), "slots", 2, 1));
+    let e = Table::create(d.path(), &TableOptions::default()).unwrap_err();
+    assert!(matches!(e, Error::TableExists { .. }), "{e}");
+    one_line(&e);
+    let e = Table::open(d.path().join("nowhere")).unwrap_err();
+    assert!(matches!(e, Error::NotATable { .. }), "{e}");
+    one_line(&e);
+    let empty = tempfile::tempdir().unwrap();
+    let e = Table::open(empty.path()).unwrap_err();
+    assert!(matches!(e, Error::NotATable { .. }), "{e}");
+}
+
+#[test]
+fn damaged_manifests_name_the_file() {
+    let d = tempfile::tempdir().unwrap();
+    drop(filled(d.path(), "slots", 2, 5));
+    let m = d.path().join("MANIFEST");
+    let good = std::fs::read(&m).unwrap();
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("foreign", b"{\"this\": \"is json\"}".to_vec()),
+        ("empty", Vec::new()),
+        ("truncated", good[..good.len() - 3].to_vec()),
+        ("bit flip", {
+            let mut b = good.clone();
+            let i = b.len() / 2;
+            b[i] ^= 0x10;
+            b
+        }),
+        ("future version", {
+            let mut b = good.clone();
+            b[18] = 9;
+            b
+        }),
+    ];
+    for (what, bytes) in cases {
+        std::fs::write(&m, &bytes).unwrap();
+        let e = Table::open(d.path()).unwrap_err();
+        let s = one_line(&e);
+        assert!(s.contains("MANIFEST"), "{what}: {s}");
+        assert!(
+            matches!(
+                e,
+                Error::ForeignManifest { .. }
+                    | Error::CorruptManifest { .. }
+                    | Error::UnsupportedFormat { .. }
+            ),
+            "{what}: {e}"
+        );
+    }
+    std::fs::write(&m, &good).unwrap();
+    assert_eq!(Table::open(d.path()).unwrap().len(), 5);
+}
+
+#[test]
+fn missing_or_foreign_fragment_files() {
+    let d = tempfile::tempdir().unwrap();
+    let t = filled(d.path(), "slots", 3, 50);
+    let path = t.stats().fragments[1].path.clone();
+    drop(t);
+    let saved = d.path().join("saved");
+    std::fs::rename(&path, &saved).unwrap();
+    let e = Table::open(d.path()).unwrap_err();
+    assert!(
+        matches!(e, Error::MissingFragment { fragment: 1, .. }),
+        "{e}"
+    );
+    one_line(&e);
+    assert!(!path.exists(), "a missing fragment must not be re-created");
+    // Another table's fragment file in its place.
+    let other = tempfile::tempdir().unwrap();
+    let o = filled(other.path(), "slots", 2, 5);
+    let op = o.stats().fragments[0].path.clone();
+    drop(o);
+    std::fs::copy(&op, &path).unwrap();
+    let e = Table::open(d.path()).unwrap_err();
+    assert!(
+        matches!(e, Error::ForeignFragment { fragment: 1, .. }),
+        "{e}"
+    );
+    one_line(&e);
+    // Garbage in its place.
+    std::fs::write(&path, vec![7u8; 10_000]).unwrap();
+    let e = Table::open(d.path()).unwrap_err();
+    one_line(&e);
+    assert!(
+        matches!(e, Error::ForeignFragment { .. } | Error::Storage { .. }),
+        "{e}"
+    );
+    std::fs::rename(&saved, &path).unwrap();
+    let t = Table::open(d.path()).unwrap();
+    assert_eq!(t.len(), 50);
+    assert_sound(&t);
+}
+
+#[test]
+fn full_disk_fails_the_write_and_the_table_recovers() {
+    let d = tempfile::tempdir().unwrap();
+    let t = filled(d.path(), "slots", 2, 100);
+    let before = contents(&t);
+    let biggest = t
+        .stats()
+        .fragments
+        .iter()
+        .map(|f| f.file_bytes)
+        .max()
+        .unwrap();
+    drop(t);
+    let limit = biggest + 256 * 1024;
+    let out = Command::new(BIN)
+        .args(["fill", d.path().to_str().unwrap(), &limit.to_string()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    let acked: u64 = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("acked "))
+        .last()
+        .map_or(0, |n| n.parse().unwrap());
+    let err = stdout.lines().find(|l| l.starts_with("error: ")).unwrap();
+    let add = stdout.lines().find(|l| l.starts_with("add: ")).unwrap();
+    eprintln!("fill: {acked} acked, then {err}; {add}");
+    assert!(stdout.contains("disk_full: true"), "{stdout}");
+    assert!(acked > 0);
+    // Space returns: every acknowledged write is there; the table works.
+    let t = Table::open(d.path()).unwrap();
+    assert_sound(&t);
+    let all = contents(&t);
+    for (k, v) in &before {
+        assert_eq!(all.get(k), Some(v));
+    }
+    for i in 0..acked {
+        assert!(
+            all.contains_key(format!("fill-{i}").as_bytes()),
+            "fill-{i} lost"
+        );
+    }
+    t.put(b"more", b"space").unwrap();
+    t.add_fragment().unwrap();
+    assert_sound(&t);
+    assert_eq!(t.len(), all.len() as u64 + 1);
+}
