@@ -165,8 +165,8 @@ fn full_disk_fails_the_write_and_the_table_recovers() {
     assert!(out.status.success(), "{out:?}");
     let acked: u64 = stdout
         .lines()
-        .filter_map(|l| l.strip_prefix("acked "))
-        .last()
+        .rev()
+        .find_map(|l| l.strip_prefix("acked "))
         .map_or(0, |n| n.parse().unwrap());
     let err = stdout.lines().find(|l| l.starts_with("error: ")).unwrap();
     let add = stdout.lines().find(|l| l.starts_with("add: ")).unwrap();
