@@ -148,6 +148,7 @@ fn by_plans(
     sorted: &[u64],
     push: &mut impl FnMut(&[u64]),
 ) -> Result<Last, fraghash::SchemeError> {
+    let prefix = BucketPrefix::new(sorted);
     let mut scheme = AnyScheme::from_spec(spec, 1)?;
     let mut counts = vec![sorted.len() as u64];
     push(&counts);
@@ -158,7 +159,7 @@ fn by_plans(
             if let Move::Ranges { from, to, ranges } = m {
                 let k: u64 = ranges
                     .iter()
-                    .map(|r| count_in(sorted, r.start, r.end))
+                    .map(|r| prefix.count(sorted, r.start, r.end))
                     .sum();
                 counts[*from as usize] -= k;
                 counts[*to as usize] += k;
@@ -167,6 +168,40 @@ fn by_plans(
         push(&counts);
     }
     Ok((counts, scheme))
+}
+
+/// Keys per 2^-20 of the hash space, as prefix sums: a range on those
+/// boundaries (every slot range, while slots are at most 2^20) is counted by
+/// two loads instead of two binary searches over the hashes.
+struct BucketPrefix {
+    prefix: Vec<u64>,
+}
+
+impl BucketPrefix {
+    const BITS: u32 = 20;
+
+    fn new(sorted: &[u64]) -> BucketPrefix {
+        let mut prefix = vec![0u64; (1 << Self::BITS) + 1];
+        for &h in sorted {
+            prefix[(h >> (64 - Self::BITS)) as usize + 1] += 1;
+        }
+        for i in 1..prefix.len() {
+            prefix[i] += prefix[i - 1];
+        }
+        BucketPrefix { prefix }
+    }
+
+    /// Keys in `start..=end`.
+    fn count(&self, sorted: &[u64], start: u64, end: u64) -> u64 {
+        let mask = (1u64 << (64 - Self::BITS)) - 1;
+        if start & mask == 0 && end & mask == mask {
+            let a = (start >> (64 - Self::BITS)) as usize;
+            let b = (end >> (64 - Self::BITS)) as usize + 1;
+            self.prefix[b] - self.prefix[a]
+        } else {
+            count_in(sorted, start, end)
+        }
+    }
 }
 
 fn ring(
@@ -325,6 +360,25 @@ mod tests {
             c[s.locate(h) as usize] += 1;
         }
         c
+    }
+
+    #[test]
+    fn bucket_prefix_counts_like_binary_search() {
+        let mut g = fraghash::keys::SplitMix64::new(2);
+        let mut v: Vec<u64> = (0..50_000).map(|_| g.next()).collect();
+        v.sort_unstable();
+        let p = BucketPrefix::new(&v);
+        let step = 1u64 << 44;
+        for (s, e) in [
+            (0, u64::MAX),
+            (0, step - 1),
+            (step * 5, step * 9 - 1),
+            (123, 456_789_012_345),
+            (step, u64::MAX),
+            (v[10], v[20_000]),
+        ] {
+            assert_eq!(p.count(&v, s, e), count_in(&v, s, e), "{s} {e}");
+        }
     }
 
     #[test]
