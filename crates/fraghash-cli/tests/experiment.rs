@@ -75,11 +75,20 @@ fn check_change(
 ) {
     let old_counts = counts(before, hashes);
     let mut moved = 0u64;
+    // Fragments that lose or gain keys (old numbering): the plan's sources,
+    // its range destinations, and wherever a key actually went.
+    let mut touched: std::collections::BTreeSet<u32> = plan.sources().into_iter().collect();
+    for m in &plan.moves {
+        if let fraghash::Move::Ranges { to, .. } = m {
+            touched.insert(*to);
+        }
+    }
     for &h in hashes {
         let f = before.locate(h);
         let g = plan.new_to_old(after.locate(h));
         if f != g {
             moved += 1;
+            touched.insert(g);
             assert!(plan.covers(h, f), "plan misses a moved key");
         }
     }
@@ -90,7 +99,11 @@ fn check_change(
     close(&j["moved_over_ideal"], moved as f64 / ideal);
     assert_eq!(j["scanned"].as_u64().unwrap(), scanned);
     assert_eq!(j["sources"].as_u64().unwrap(), plan.sources().len() as u64);
-    assert!(j["fragments_touched"].as_u64().unwrap() >= plan.sources().len() as u64);
+    assert_eq!(
+        j["fragments_touched"].as_u64().unwrap(),
+        touched.len() as u64
+    );
+    assert_eq!(j["ranges"].as_u64().unwrap(), plan.range_count() as u64);
     assert_eq!(j["plan_exact"], Value::Bool(true));
     assert_eq!(as_u64s(&j["counts_after"]), counts(after, hashes));
     assert_eq!(

@@ -10,6 +10,7 @@ mod progress;
 mod report;
 mod run;
 
+use std::io::Write as _;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -186,10 +187,20 @@ fn execute(args: &ExperimentArgs) -> Result<(), String> {
         staging.commit()?;
         bar.finish_and_clear();
     }
-    if args.json {
-        println!("{}", report.to_json());
+    let text = if args.json {
+        report.to_json() + "\n"
     } else {
-        print!("{}", report.terminal(start.elapsed()));
+        report.terminal(start.elapsed())
+    };
+    // A closed pipe (`| head`) is not an error worth a panic.
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            return Err(format!("cannot write to stdout: {}", keys::io_reason(&e)));
+        }
     }
     Ok(())
 }
