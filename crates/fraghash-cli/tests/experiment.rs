@@ -198,12 +198,18 @@ fn key_file_stdin_and_seq_pattern_agree() {
     assert_eq!(from_file["key_source"]["kind"], "file");
 
     let out = fraghash()
-        .args(["experiment", "--keys-from", "-", "--json", "--quiet"])
+        .args(["experiment", "--keys-from", "-", "--json"])
         .args(common)
         .write_stdin(text)
         .output()
         .unwrap();
     assert!(out.status.success());
+    // No --quiet, but stderr is not a terminal: no progress bars, nothing.
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdin: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(stdin["schemes"], seq["schemes"]);
 }
