@@ -1,11 +1,154 @@
-//! `fraghash table ...`: durable fragmented tables (owned by the store work).
+//! `fraghash table ...`: durable fragmented tables (see `docs/store.md`).
+//!
+//! Exit codes: 0 success; 1 a key not found (`get`) or problems found
+//! (`verify`); 2 an error (printed as one line on stderr).
+
+mod cmd;
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
 
 /// Arguments of `fraghash table`.
-#[derive(clap::Args)]
-pub struct TableArgs {}
+#[derive(Args)]
+pub struct TableArgs {
+    #[command(subcommand)]
+    command: TableCommand,
+}
+
+#[derive(Subcommand)]
+enum TableCommand {
+    /// Create a table in DIR.
+    Create {
+        /// Table directory (created if missing).
+        dir: PathBuf,
+        /// Scheme: slots, ring, ring:<points>, jump, linear.
+        #[arg(long, default_value = "slots")]
+        scheme: String,
+        /// Fragments to start with.
+        #[arg(long, default_value_t = 4)]
+        fragments: u32,
+        /// Spread fragment files over these directories, in turn (repeat).
+        #[arg(long = "place")]
+        place: Vec<PathBuf>,
+    },
+    /// Store VALUE under KEY.
+    Put {
+        /// Table directory.
+        dir: PathBuf,
+        /// Key (UTF-8).
+        key: String,
+        /// Value (UTF-8).
+        value: String,
+    },
+    /// Print the value of KEY (exit 1 if absent).
+    Get {
+        /// Table directory.
+        dir: PathBuf,
+        /// Key.
+        key: String,
+    },
+    /// Delete KEY.
+    Delete {
+        /// Table directory.
+        dir: PathBuf,
+        /// Key.
+        key: String,
+    },
+    /// Load `key<TAB>value` lines from FILE (or stdin: `-` or none).
+    Load {
+        /// Table directory.
+        dir: PathBuf,
+        /// Input file; `-` or absent for stdin.
+        file: Option<PathBuf>,
+        /// Records per batch.
+        #[arg(long, default_value_t = 10_000)]
+        batch: usize,
+    },
+    /// Print every record as `key<TAB>value`.
+    Scan {
+        /// Table directory.
+        dir: PathBuf,
+        /// Stop after this many records.
+        #[arg(long)]
+        limit: Option<u64>,
+    },
+    /// Add a fragment and move its share of the records into it.
+    AddFragment {
+        /// Table directory.
+        dir: PathBuf,
+        #[command(flatten)]
+        m: MigrateArgs,
+    },
+    /// Split fragment ID in two (slots only).
+    SplitFragment {
+        /// Table directory.
+        dir: PathBuf,
+        /// Fragment to split.
+        id: u32,
+        #[command(flatten)]
+        m: MigrateArgs,
+    },
+    /// Remove fragment ID, moving its records to the others.
+    RemoveFragment {
+        /// Table directory.
+        dir: PathBuf,
+        /// Fragment to remove.
+        id: u32,
+        #[command(flatten)]
+        m: MigrateArgs,
+    },
+    /// Move slots until every fragment holds its share of the bytes (slots only).
+    Rebalance {
+        /// Table directory.
+        dir: PathBuf,
+        #[command(flatten)]
+        m: MigrateArgs,
+    },
+    /// Records and bytes per fragment.
+    Stats {
+        /// Table directory.
+        dir: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check every record and file (exit 1 if a problem is found).
+    Verify {
+        /// Table directory.
+        dir: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Return free pages of the fragment files to the file system.
+    Compact {
+        /// Table directory.
+        dir: PathBuf,
+    },
+}
+
+/// Options of the migrating commands.
+#[derive(Args)]
+struct MigrateArgs {
+    /// Records moved per batch.
+    #[arg(long, default_value_t = fraghash_store::DEFAULT_BATCH)]
+    batch: usize,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
 
 /// Runs `fraghash table`; prints its own errors (one line) and returns the exit code.
-pub fn run(_args: TableArgs) -> std::process::ExitCode {
-    eprintln!("fraghash table: not built yet");
-    std::process::ExitCode::from(2)
+pub fn run(args: TableArgs) -> std::process::ExitCode {
+    match cmd::dispatch(args.command) {
+        Ok(code) => std::process::ExitCode::from(code),
+        Err(e) => {
+            eprintln!("fraghash table: {e}");
+            std::process::ExitCode::from(2)
+        }
+    }
 }
