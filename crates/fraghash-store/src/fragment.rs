@@ -250,8 +250,18 @@ impl Fragment {
         let p = &self.path;
         let txn = self.db.begin_read().at(p)?;
         let t = txn.open_table(RECORDS).at(p)?;
-        let k = record_key(h, key);
-        Ok(t.get(k.as_slice()).at(p)?.map(|g| g.value().to_vec()))
+        // Short keys (the common case) are built on the stack.
+        let mut buf = [0u8; 128];
+        let heap;
+        let k: &[u8] = if key.len() <= 120 {
+            buf[..8].copy_from_slice(&h.to_be_bytes());
+            buf[8..8 + key.len()].copy_from_slice(key);
+            &buf[..8 + key.len()]
+        } else {
+            heap = record_key(h, key);
+            &heap
+        };
+        Ok(t.get(k).at(p)?.map(|g| g.value().to_vec()))
     }
 
     /// Applies writes in one transaction; returns, per op, whether the key

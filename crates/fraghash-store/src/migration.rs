@@ -27,7 +27,7 @@ use fraghash::{AnyScheme, FragmentScheme, HashRange, MigrationPlan, Move};
 
 use crate::error::{Error, Result};
 use crate::failpoint;
-use crate::fragment::Fragment;
+use crate::fragment::{Fragment, MoveBatch};
 
 /// Takes a read lock, ignoring poisoning (the data behind it stays valid:
 /// every update is a single assignment).
@@ -190,42 +190,77 @@ pub(crate) fn run_moves(
             return Ok(());
         };
         let mut cur = write(&motion.cursor);
-        let Some(mv) = motion.plan.moves.get(cur.m) else {
+        if cur.m >= motion.plan.moves.len() {
             cur.poisoned = None;
             return Ok(());
-        };
-        let (from, ranges): (u32, &[HashRange]) = match mv {
-            Move::Ranges { from, ranges, .. } => (*from, ranges),
-            Move::Filter { from } => (*from, &full),
-        };
-        let src = &v.frags[from as usize];
-        let b = src.read_move_batch(ranges, cur.h, batch.max(1), |h| motion.dest_in(mv, h))?;
+        }
+        // One batch gathers consecutive moves (an add has one per donor)
+        // until it holds `batch` records: one commit per fragment touched.
+        let (mut m, mut h) = (cur.m, cur.h);
+        let mut parts: Vec<(u32, MoveBatch)> = Vec::new();
+        let mut taken = 0usize;
+        while let Some(mv) = motion.plan.moves.get(m) {
+            let (from, ranges): (u32, &[HashRange]) = match mv {
+                Move::Ranges { from, ranges, .. } => (*from, ranges),
+                Move::Filter { from } => (*from, &full),
+            };
+            let limit = batch.max(1) - taken;
+            let b = v.frags[from as usize]
+                .read_move_batch(ranges, h, limit, |x| motion.dest_in(mv, x))?;
+            taken += b.records.len();
+            let next = b.next;
+            parts.push((from, b));
+            match next {
+                Some(n) => {
+                    h = n;
+                    break;
+                }
+                None => {
+                    m += 1;
+                    h = 0;
+                }
+            }
+            if taken >= batch.max(1) {
+                break;
+            }
+        }
         let moved = (|| -> Result<()> {
-            let mut dests: Vec<u32> = b.records.iter().map(|r| r.0).collect();
+            let mut dests: Vec<u32> = parts
+                .iter()
+                .flat_map(|p| p.1.records.iter().map(|r| r.0))
+                .collect();
             dests.sort_unstable();
             dests.dedup();
             for d in dests {
-                let recs = b.records.iter().filter(|r| r.0 == d).map(|r| &r.1);
+                let recs = parts
+                    .iter()
+                    .flat_map(|p| p.1.records.iter())
+                    .filter(|r| r.0 == d)
+                    .map(|r| &r.1);
                 v.frags[d as usize].put_moved(recs)?;
             }
             failpoint::hit("move.after-target-commit")?;
-            src.delete_moved(b.records.iter().map(|r| &r.1))?;
+            let mut sources: Vec<u32> = parts.iter().map(|p| p.0).collect();
+            sources.sort_unstable();
+            sources.dedup();
+            for s in sources {
+                let recs = parts
+                    .iter()
+                    .filter(|p| p.0 == s)
+                    .flat_map(|p| p.1.records.iter().map(|r| &r.1));
+                v.frags[s as usize].delete_moved(recs)?;
+            }
             failpoint::hit("move.after-source-delete")
         })();
         if let Err(e) = moved {
             cur.poisoned = Some(e.to_string());
             return Err(e);
         }
-        match b.next {
-            Some(n) => cur.h = n,
-            None => {
-                cur.m += 1;
-                cur.h = 0;
-            }
-        }
+        (cur.m, cur.h) = (m, h);
         cur.poisoned = None;
-        let n = b.records.len() as u64;
-        let examined = motion.examined.fetch_add(b.examined, Ordering::Relaxed) + b.examined;
+        let n: u64 = parts.iter().map(|p| p.1.records.len() as u64).sum();
+        let ex: u64 = parts.iter().map(|p| p.1.examined).sum();
+        let examined = motion.examined.fetch_add(ex, Ordering::Relaxed) + ex;
         let moved = motion.moved.fetch_add(n, Ordering::Relaxed) + n;
         drop(cur);
         drop(v);

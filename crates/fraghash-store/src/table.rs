@@ -14,6 +14,9 @@ use crate::manifest::{DirLock, Manifest};
 use crate::migration::{read, write, View};
 use crate::{MigrationProgress, MAX_KEY_LEN, MAX_VALUE_LEN};
 
+/// Batches with at least this many writes commit their fragments in parallel.
+const PARALLEL_BATCH: usize = 256;
+
 /// A progress callback for migrations.
 pub type ProgressFn = Box<dyn Fn(&MigrationProgress) + Send + Sync>;
 
@@ -247,14 +250,53 @@ impl Table {
             ));
         }
         let mut existed = vec![false; ops.len()];
-        for (f, g) in groups {
+        let commit = |f: u32, g: &[(usize, WriteOp<'_>)]| {
             let w: Vec<WriteOp<'_>> = g.iter().map(|x| x.1).collect();
-            let e = v.frags[f as usize].apply(&w)?;
-            for ((i, _), x) in g.iter().zip(e) {
-                existed[*i] = x;
+            v.frags[f as usize].apply(&w)
+        };
+        let results: Vec<(Vec<(usize, WriteOp<'_>)>, Result<Vec<bool>>)> =
+            if groups.len() > 1 && ops.len() >= PARALLEL_BATCH {
+                // Fragments commit (and fsync) in parallel.
+                std::thread::scope(|s| {
+                    let hs: Vec<_> = groups
+                        .into_iter()
+                        .map(|(f, g)| {
+                            s.spawn(move || {
+                                let r = commit(f, &g);
+                                (g, r)
+                            })
+                        })
+                        .collect();
+                    hs.into_iter()
+                        .map(|h| h.join().expect("a fragment commit panicked"))
+                        .collect()
+                })
+            } else {
+                groups
+                    .into_iter()
+                    .map(|(f, g)| {
+                        let r = commit(f, &g);
+                        (g, r)
+                    })
+                    .collect()
+            };
+        let mut first_err = None;
+        for (g, r) in results {
+            match r {
+                Ok(e) => {
+                    for ((i, _), x) in g.iter().zip(e) {
+                        existed[*i] = x;
+                    }
+                }
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
             }
         }
-        Ok(existed)
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(existed),
+        }
     }
 
     /// The value of `key`. During a migration, a key that is present is
