@@ -17,6 +17,9 @@ use crate::{MigrationProgress, MAX_KEY_LEN, MAX_VALUE_LEN};
 /// Batches with at least this many writes commit their fragments in parallel.
 const PARALLEL_BATCH: usize = 256;
 
+/// Writes of one fragment, with their index in the caller's batch.
+type Group<'a> = Vec<(usize, WriteOp<'a>)>;
+
 /// A progress callback for migrations.
 pub type ProgressFn = Box<dyn Fn(&MigrationProgress) + Send + Sync>;
 
@@ -237,7 +240,7 @@ impl Table {
             Some(m) if v.any_moving(hashes.iter().copied()) => Some(read(&m.cursor)),
             _ => None,
         };
-        let mut groups: BTreeMap<u32, Vec<(usize, WriteOp<'_>)>> = BTreeMap::new();
+        let mut groups: BTreeMap<u32, Group<'_>> = BTreeMap::new();
         for (i, ((key, value), &h)) in ops.iter().zip(&hashes).enumerate() {
             let f = v.write_route(h, guard.as_deref())?;
             groups.entry(f).or_default().push((
@@ -254,7 +257,7 @@ impl Table {
             let w: Vec<WriteOp<'_>> = g.iter().map(|x| x.1).collect();
             v.frags[f as usize].apply(&w)
         };
-        let results: Vec<(Vec<(usize, WriteOp<'_>)>, Result<Vec<bool>>)> =
+        let results: Vec<(Group<'_>, Result<Vec<bool>>)> =
             if groups.len() > 1 && ops.len() >= PARALLEL_BATCH {
                 // Fragments commit (and fsync) in parallel.
                 std::thread::scope(|s| {
