@@ -9,7 +9,7 @@
 -module(fraghash_nif).
 
 -export([new_state/2, locate/2, load_locate/3, add_frag/4, del_frag/2,
-         set_weight/4, info/2, cache_stats/0, digest/1]).
+         set_weight/4, info/2, cache_stats/0, digest/1, fresh_state/3]).
 
 -on_load(init/0).
 
@@ -77,3 +77,8 @@ cache_stats() -> ?NIF.
 %% @doc The digest (xxh3-128) the NIF keys a state's bytes by.
 -spec digest(binary()) -> digest().
 digest(_Bytes) -> ?NIF.
+
+%% @doc A description of a new table of `N' fragments (`Weights': `[]' or
+%% one per fragment, slots only), built by the NIF on first use. O(N).
+-spec fresh_state(binary(), pos_integer(), [pos_integer()]) -> {digest(), binary()}.
+fresh_state(_Spec, _N, _Weights) -> ?NIF.

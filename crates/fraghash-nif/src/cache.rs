@@ -109,7 +109,7 @@ fn global() -> &'static Global {
 }
 
 fn front_get(d: &Digest) -> Option<Arc<Entry>> {
-    FRONT_CACHE.with(|c| c.borrow().iter().find(|e| &e.digest == d).cloned())
+    FRONT_CACHE.with(|c| c.borrow().iter().rev().find(|e| &e.digest == d).cloned())
 }
 
 fn front_put(e: &Arc<Entry>) {
@@ -120,6 +120,30 @@ fn front_put(e: &Arc<Entry>) {
         }
         c.push(Arc::clone(e));
     });
+}
+
+/// The fragment (0-based) of `h` under the cached state `digest`, or `None`
+/// when that state is not cached. The hot path: a hit in this thread's front
+/// cache touches no lock and no shared counter.
+pub fn locate(digest_bytes: &[u8], h: u64) -> Result<Option<u32>, LookupError> {
+    let d: Digest = digest_bytes
+        .try_into()
+        .map_err(|_| LookupError::BadDigest)?;
+    let hit = FRONT_CACHE.with(|c| {
+        c.borrow()
+            .iter()
+            .rev()
+            .find(|e| e.digest == d)
+            .map(|e| e.scheme.locate(h))
+    });
+    if hit.is_some() {
+        return Ok(hit);
+    }
+    match resolve(&d, || None) {
+        Ok(e) => Ok(Some(e.scheme.locate(h))),
+        Err(LookupError::BadDigest) => Err(LookupError::BadDigest),
+        Err(_) => Ok(None),
+    }
 }
 
 /// Finds the decoded scheme for `digest`; on a miss, `bytes()` gives the state
@@ -149,8 +173,11 @@ pub fn resolve<'b>(
     if digest(bytes) != d {
         return Err(LookupError::DigestMismatch);
     }
-    let scheme =
-        AnyScheme::from_state_bytes(bytes).map_err(|e| LookupError::Corrupt(e.to_string()))?;
+    let scheme = if crate::fresh::is_fresh(bytes) {
+        crate::fresh::build(bytes).map_err(LookupError::Corrupt)?
+    } else {
+        AnyScheme::from_state_bytes(bytes).map_err(|e| LookupError::Corrupt(e.to_string()))?
+    };
     let e = insert(d, scheme);
     front_put(&e);
     Ok(e)

@@ -13,6 +13,7 @@
 //! | function | scheduler | returns |
 //! |---|---|---|
 //! | `new_state(Spec, N)` | dirty CPU | `{Digest, Bytes}` |
+//! | `fresh_state(Spec, N, Weights)` | normal, O(N) | `{Digest, Bytes}` describing a new table, built on first use ([`fresh`]) |
 //! | `locate(Digest, H)` | normal, O(1) | fragment, or `miss` when not cached |
 //! | `load_locate(Digest, Bytes, H)` | dirty CPU | fragment (decodes on a miss) |
 //! | `add_frag(Digest, Bytes, Weight, MaxDonors)` | dirty CPU | `{Digest, Bytes, IterFrags, LockFrags}` |
@@ -30,6 +31,7 @@
 //! turns any panic into an Erlang exception.
 
 pub mod cache;
+pub mod fresh;
 pub mod mnesia;
 
 // The NIF entry points reference `enif_*` symbols that only the VM provides,

@@ -75,15 +75,31 @@ fn new_state<'a>(env: Env<'a>, spec: Binary<'a>, n: u32) -> NifResult<Term<'a>> 
     Ok(publish(env, scheme).encode(env))
 }
 
+/// A fresh-state description of a new table (see [`crate::fresh`]):
+/// `Weights` is `[]` or one weight per fragment (slots only). O(N), and
+/// nothing is built until first use.
+#[rustler::nif]
+fn fresh_state<'a>(
+    env: Env<'a>,
+    spec: Binary<'a>,
+    n: u32,
+    weights: Vec<u32>,
+) -> NifResult<Term<'a>> {
+    let spec = std::str::from_utf8(spec.as_slice())
+        .map_err(|_| raise(atoms::bad_spec(), "spec is not UTF-8".into()))?;
+    let bytes = crate::fresh::encode(spec, n, &weights).map_err(refused)?;
+    let d = cache::digest(&bytes);
+    Ok((binary(env, &d), binary(env, &bytes)).encode(env))
+}
+
 /// The fragment (1-based) of `erlang:phash2(Key, 1 bsl 32)`, or `miss` when
 /// the state is not cached on this thread or globally (then call
 /// `load_locate/3`, which runs on a dirty scheduler).
 #[rustler::nif]
 fn locate<'a>(env: Env<'a>, digest: Binary<'a>, h32: u32) -> NifResult<Term<'a>> {
-    match cache::resolve(digest.as_slice(), || None) {
-        Ok(e) => Ok((e.scheme.locate(widen_phash2(h32)) + 1).encode(env)),
-        Err(LookupError::BadDigest) => Err(lookup_error(LookupError::BadDigest)),
-        Err(_) => Ok(atoms::miss().encode(env)),
+    match cache::locate(digest.as_slice(), widen_phash2(h32)).map_err(lookup_error)? {
+        Some(f) => Ok((f + 1).encode(env)),
+        None => Ok(atoms::miss().encode(env)),
     }
 }
 
