@@ -117,7 +117,6 @@ fn gets(c: &mut Criterion) {
             }
         })
     });
-    drop(db);
     for frags in [1u32, 8, 50] {
         let t = table(&d.path().join(format!("t{frags}")), "slots", frags, n);
         g.bench_function(
@@ -132,6 +131,18 @@ fn gets(c: &mut Criterion) {
             },
         );
     }
+    // Plain redb once more, last: the machine is shared, so the spread
+    // between the two plain runs shows how much of a gap is noise.
+    g.bench_function(BenchmarkId::new("plain-redb-again", n), |b| {
+        b.iter(|| {
+            for _ in 0..BATCH {
+                let k = key(rng.below(n as u64));
+                let txn = db.begin_read().unwrap();
+                let t = txn.open_table(PLAIN).unwrap();
+                black_box(t.get(k.as_slice()).unwrap().unwrap().value().to_vec());
+            }
+        })
+    });
     g.finish();
 }
 
