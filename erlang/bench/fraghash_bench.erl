@@ -4,7 +4,7 @@
 %% of random string keys over 50 fragments. Run by `bench/bench.sh'.
 -module(fraghash_bench).
 
--export([main/1, throughput/3, distribution/2]).
+-export([main/1, throughput/3, distribution/2, lookup/2]).
 
 -define(MODULES, [mnesia_frag_hash, mnesia_frag_slots, mnesia_frag_chash,
                   mnesia_frag_jump]).
@@ -16,10 +16,20 @@ main([Keys, Frags, DistKeys]) ->
     ok = mnesia:start(),
     K = list_to_integer(Keys),
     Fs = [list_to_integer(F) || F <- string:lexemes(Frags, ",")],
-    io:format("~n## async_dirty through mnesia_frag, ram_copies, ~b keys~n~n", [K]),
+    io:format("~n## key_to_frag_number alone: ns per call (1,000,000 keys, best of 3)~n~n"),
+    io:format("| hash module |~s~n|---|~s~n",
+              [[io_lib:format(" ~b fragments |", [F]) || F <- Fs],
+               [" ---: |" || _ <- Fs]]),
+    [begin
+         io:format("| `~s` |", [M]),
+         [lookup(M, F) || F <- Fs],
+         io:format("~n")
+     end || M <- ?MODULES],
+    io:format("~n## async_dirty through mnesia_frag, ram_copies, ~b keys (best of 3)~n~n", [K]),
     io:format("| hash module | fragments | create table (s) | writes/s | reads/s |~n"
               "|---|---|---|---|---|~n"),
-    [throughput(M, F, K) || F <- Fs, M <- ?MODULES],
+    plain(K),
+    [throughput(?MODULES, F, K) || F <- Fs],
     io:format("~n## distribution: ~s random string keys over 50 fragments~n~n",
               [DistKeys]),
     io:format("| hash module | stddev | biggest | smallest | max/mean | binomial floor |~n"
@@ -27,32 +37,75 @@ main([Keys, Frags, DistKeys]) ->
     [distribution(M, list_to_integer(DistKeys)) || M <- ?MODULES],
     ok.
 
-%% @doc One line of the throughput table.
--spec throughput(module(), pos_integer(), pos_integer()) -> ok.
-throughput(Mod, Frags, K) ->
-    Tab = bench_tab,
-    {TC, {atomic, ok}} =
-        timer:tc(fun() ->
-                         mnesia:create_table(Tab, [{attributes, [k, v]},
-                                                   {frag_properties,
-                                                    [{n_fragments, Frags},
-                                                     {hash_module, Mod},
-                                                     {node_pool, [node()]}]}])
-                 end),
+%% @doc The throughput lines for one fragment count: a table per module,
+%% then 3 rounds in which every module writes and reads in turn (so that
+%% load from elsewhere hits them alike); the best round of each is shown.
+-spec throughput([module()], pos_integer(), pos_integer()) -> ok.
+throughput(Mods, Frags, K) ->
+    Tabs = [begin
+                Tab = list_to_atom("bench_" ++ atom_to_list(Mod)),
+                {TC, {atomic, ok}} =
+                    timer:tc(fun() ->
+                                     mnesia:create_table(Tab, [{attributes, [k, v]},
+                                                               {frag_properties,
+                                                                [{n_fragments, Frags},
+                                                                 {hash_module, Mod},
+                                                                 {node_pool, [node()]}]}])
+                             end),
+                {Mod, Tab, TC}
+            end || Mod <- Mods],
     Keys = [key(I) || I <- lists:seq(1, K)],
+    Rounds = [[{Mod, round_once(Tab, Keys, mnesia_frag)} || {Mod, Tab, _} <- Tabs]
+              || _ <- [1, 2, 3]],
+    lists:foreach(
+      fun({Mod, Tab, TC}) ->
+              Ts = [T || R <- Rounds, {M, T} <- R, M =:= Mod],
+              TW = lists:min([W || {W, _} <- Ts]),
+              TR = lists:min([Rd || {_, Rd} <- Ts]),
+              io:format("| `~s` | ~b | ~.1f | ~s | ~s |~n",
+                        [Mod, Frags, TC / 1.0e6, rate(K, TW), rate(K, TR)]),
+              {atomic, ok} = mnesia:delete_table(Tab)
+      end, Tabs).
+
+round_once(Tab, Keys, Access) ->
     erlang:garbage_collect(),
     {TW, ok} = timer:tc(fun() ->
                                 mnesia:activity(async_dirty, fun() -> write_all(Tab, Keys) end,
-                                                [], mnesia_frag)
+                                                [], Access)
                         end),
     {TR, ok} = timer:tc(fun() ->
                                 mnesia:activity(async_dirty, fun() -> read_all(Tab, Keys) end,
-                                                [], mnesia_frag)
+                                                [], Access)
                         end),
-    io:format("| `~s` | ~b | ~.1f | ~s | ~s |~n",
-              [Mod, Frags, TC / 1.0e6, rate(K, TW), rate(K, TR)]),
-    {atomic, ok} = mnesia:delete_table(Tab),
+    {TW, TR}.
+
+%% Best of 3 rounds of writes and of reads, in microseconds.
+rounds(Tab, K, Access) ->
+    Keys = [key(I) || I <- lists:seq(1, K)],
+    Ts = [round_once(Tab, Keys, Access) || _ <- [1, 2, 3]],
+    {lists:min([W || {W, _} <- Ts]), lists:min([R || {_, R} <- Ts])}.
+
+%% The reference line: a plain table, not fragmented.
+plain(K) ->
+    {atomic, ok} = mnesia:create_table(plain_tab, [{attributes, [k, v]}]),
+    {TW, TR} = rounds(plain_tab, K, mnesia),
+    io:format("| plain table, not fragmented | 1 | - | ~s | ~s |~n",
+              [rate(K, TW), rate(K, TR)]),
+    {atomic, ok} = mnesia:delete_table(plain_tab),
     ok.
+
+%% @doc Prints one cell: ns per key_to_frag_number call, best of 3.
+-spec lookup(module(), pos_integer()) -> ok.
+lookup(Mod, Frags) ->
+    S = grow(Mod, Mod:init_state(bench_lookup, undefined), Frags - 1),
+    Keys = [key(I) || I <- lists:seq(1, 1000000)],
+    _ = Mod:key_to_frag_number(S, warm_up),
+    Best = lists:min([element(1, timer:tc(fun() -> lookup_all(Mod, S, Keys) end))
+                      || _ <- [1, 2, 3]]),
+    io:format(" ~b |", [round(Best * 1000 / 1000000)]).
+
+lookup_all(Mod, S, [K | Ks]) -> _ = Mod:key_to_frag_number(S, K), lookup_all(Mod, S, Ks);
+lookup_all(_, _, []) -> ok.
 
 write_all(Tab, [K | Ks]) -> mnesia:write({Tab, K, K}), write_all(Tab, Ks);
 write_all(_, []) -> ok.

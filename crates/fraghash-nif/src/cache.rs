@@ -47,17 +47,33 @@ pub struct Entry {
     pub digest: Digest,
     /// The decoded scheme.
     pub scheme: AnyScheme,
+    /// A compact lookup index, for `slots` tables that allow one.
+    pub runs: Option<crate::runs::RunIndex>,
     /// Approximate memory the entry takes.
     pub bytes: usize,
     last_used: AtomicU64,
 }
 
 impl Entry {
+    /// The fragment (0-based) of a key hash: the run index when there is
+    /// one, else the core's lookup.
+    #[inline]
+    pub fn locate(&self, h: u64) -> u32 {
+        match &self.runs {
+            Some(r) => r.locate(h),
+            None => self.scheme.locate(h),
+        }
+    }
+
     fn new(digest: Digest, scheme: AnyScheme) -> Entry {
-        let bytes = scheme.memory_bytes() + std::mem::size_of::<Entry>();
+        let runs = scheme.as_slots().and_then(crate::runs::RunIndex::build);
+        let bytes = scheme.memory_bytes()
+            + runs.as_ref().map_or(0, |r| r.memory_bytes())
+            + std::mem::size_of::<Entry>();
         Entry {
             digest,
             scheme,
+            runs,
             bytes,
             last_used: AtomicU64::new(tick()),
         }
@@ -134,13 +150,13 @@ pub fn locate(digest_bytes: &[u8], h: u64) -> Result<Option<u32>, LookupError> {
             .iter()
             .rev()
             .find(|e| e.digest == d)
-            .map(|e| e.scheme.locate(h))
+            .map(|e| e.locate(h))
     });
     if hit.is_some() {
         return Ok(hit);
     }
     match resolve(&d, || None) {
-        Ok(e) => Ok(Some(e.scheme.locate(h))),
+        Ok(e) => Ok(Some(e.locate(h))),
         Err(LookupError::BadDigest) => Err(LookupError::BadDigest),
         Err(_) => Ok(None),
     }

@@ -33,6 +33,7 @@
 pub mod cache;
 pub mod fresh;
 pub mod mnesia;
+pub mod runs;
 
 // The NIF entry points reference `enif_*` symbols that only the VM provides,
 // so they are left out of the unit-test binary (which would not link).

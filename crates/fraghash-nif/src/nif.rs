@@ -106,7 +106,7 @@ fn locate<'a>(env: Env<'a>, digest: Binary<'a>, h32: u32) -> NifResult<Term<'a>>
 /// As `locate/2`, decoding and caching the state bytes on a miss.
 #[rustler::nif(schedule = "DirtyCpu")]
 fn load_locate<'a>(digest: Binary<'a>, bytes: Term<'a>, h32: u32) -> NifResult<u32> {
-    Ok(entry(digest, bytes)?.scheme.locate(widen_phash2(h32)) + 1)
+    Ok(entry(digest, bytes)?.locate(widen_phash2(h32)) + 1)
 }
 
 /// Adds a fragment (see [`mnesia::add`]); `max_donors` 0 means no bound.
