@@ -4,7 +4,8 @@
 //! 100,000 records by default; `FRAGHASH_BENCH_FULL=1` for 1,000,000
 //! (or `FRAGHASH_BENCH_RECORDS=n`).
 //!
-//! - `get/*`: 10,000 gets of random present keys per iteration, one read
+//! - `get/*`: all sides are built, then warmed with one get of every key;
+//!   10,000 gets of random present keys per iteration, one read
 //!   transaction per get and the value copied out (as `Table::get` returns
 //!   it) on both sides: the table with 1, 8 and 50 fragments, and one plain
 //!   redb table.
@@ -100,32 +101,49 @@ impl Rng {
 
 fn gets(c: &mut Criterion) {
     let n = records();
+    let d = tempfile::tempdir().unwrap();
+    // Build everything first, then warm each side with one get of every
+    // key, so that no side is measured while its caches are cold.
+    let db = plain(&d.path().join("plain.redb"), n);
+    let tables: Vec<(u32, Table)> = [1u32, 8, 50]
+        .into_iter()
+        .map(|f| (f, table(&d.path().join(format!("t{f}")), "slots", f, n)))
+        .collect();
+    let plain_get = |k: &[u8]| {
+        let txn = db.begin_read().unwrap();
+        let t = txn.open_table(PLAIN).unwrap();
+        t.get(k).unwrap().unwrap().value().to_vec()
+    };
+    for i in 0..n as u64 {
+        black_box(plain_get(&key(i)));
+        for (_, t) in &tables {
+            black_box(t.get(&key(i)).unwrap().unwrap());
+        }
+    }
     let mut g = c.benchmark_group("get");
     g.throughput(Throughput::Elements(BATCH as u64));
     g.sample_size(10);
     g.measurement_time(Duration::from_secs(5));
-    let d = tempfile::tempdir().unwrap();
-    let db = plain(&d.path().join("plain.redb"), n);
     let mut rng = Rng(1);
-    g.bench_function(BenchmarkId::new("plain-redb", n), |b| {
-        b.iter(|| {
-            for _ in 0..BATCH {
-                let k = key(rng.below(n as u64));
-                let txn = db.begin_read().unwrap();
-                let t = txn.open_table(PLAIN).unwrap();
-                black_box(t.get(k.as_slice()).unwrap().unwrap().value().to_vec());
-            }
-        })
-    });
-    for frags in [1u32, 8, 50] {
-        let t = table(&d.path().join(format!("t{frags}")), "slots", frags, n);
+    let mut plain_bench = |g: &mut criterion::BenchmarkGroup<'_, _>, name: &str| {
+        g.bench_function(BenchmarkId::new(name, n), |b| {
+            b.iter(|| {
+                for _ in 0..BATCH {
+                    black_box(plain_get(&key(rng.below(n as u64))));
+                }
+            })
+        });
+    };
+    plain_bench(&mut g, "plain-redb");
+    let mut rng = Rng(2);
+    for (frags, t) in &tables {
         g.bench_function(
             BenchmarkId::new(format!("table-{frags}-fragments"), n),
             |b| {
                 b.iter(|| {
                     for _ in 0..BATCH {
                         let k = key(rng.below(n as u64));
-                        black_box(t.get(&k).unwrap().unwrap().len());
+                        black_box(t.get(&k).unwrap().unwrap());
                     }
                 })
             },
@@ -133,16 +151,7 @@ fn gets(c: &mut Criterion) {
     }
     // Plain redb once more, last: the machine is shared, so the spread
     // between the two plain runs shows how much of a gap is noise.
-    g.bench_function(BenchmarkId::new("plain-redb-again", n), |b| {
-        b.iter(|| {
-            for _ in 0..BATCH {
-                let k = key(rng.below(n as u64));
-                let txn = db.begin_read().unwrap();
-                let t = txn.open_table(PLAIN).unwrap();
-                black_box(t.get(k.as_slice()).unwrap().unwrap().value().to_vec());
-            }
-        })
-    });
+    plain_bench(&mut g, "plain-redb-again");
     g.finish();
 }
 
