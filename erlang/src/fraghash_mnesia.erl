@@ -18,7 +18,7 @@
 -include("fraghash.hrl").
 
 -export([init_state/3, add_frag/2, del_frag/2, key_to_frag_number/2,
-         match_spec_to_frag_numbers/2, info/1, module_of/1]).
+         match_spec_to_frag_numbers/2, info/1, module_of/1, load_locate/2]).
 
 -type scheme() :: slots | chash | jump | linear.
 -type state() :: #fraghash_state{}.
@@ -112,6 +112,12 @@ key_to_frag_number(#fraghash_state{digest = D} = S, Key) ->
 key_to_frag_number(Bad, _Key) ->
     mnesia:abort({bad_hash_state, Bad}).
 
+%% @doc The miss path of `key_to_frag_number/2': decodes the state on a
+%% dirty scheduler (checking its digest), caches it, and locates `H'.
+-spec load_locate(state(), 0..4294967295) -> pos_integer().
+load_locate(#fraghash_state{digest = D, bytes = B}, H) ->
+    nif(fun() -> fraghash_nif:load_locate(D, B, H) end).
+
 %% @doc `match_spec_to_frag_numbers/2': one fragment when the match spec's
 %% key is bound, all of them otherwise.
 -spec match_spec_to_frag_numbers(state(), ets:match_spec()) -> [pos_integer()].
@@ -130,7 +136,8 @@ match_spec_to_frag_numbers(Bad, _MatchSpec) ->
     mnesia:abort({bad_hash_state, Bad}).
 
 %% @doc A description of a state (spec, fragments, memory; for slots the
-%% slots per fragment and weights), plus the options.
+%% slots per fragment and weights), plus the options that differ from
+%% the defaults.
 -spec info(state()) -> map().
 info(#fraghash_state{opts = Opts, digest = D, bytes = B}) ->
     maps:put(opts, Opts, nif(fun() -> fraghash_nif:info(D, B) end)).
@@ -146,8 +153,10 @@ module_of(linear) -> mnesia_frag_linear.
 
 options(Scheme, undefined) -> options(Scheme, []);
 options(Scheme, L) when is_list(L) ->
-    Defaults = defaults(Scheme),
-    lists:foldl(fun(Opt, Acc) -> option(Scheme, Opt, Acc) end, Defaults, L);
+    %% Only options that differ from the defaults are kept: the state is
+    %% copied out of ets on every operation, so it stays small.
+    Opts = lists:foldl(fun(Opt, Acc) -> option(Scheme, Opt, Acc) end, [], L),
+    Opts -- defaults(Scheme);
 options(Scheme, Other) ->
     mnesia:abort({bad_hash_state, module_of(Scheme),
                   {expected_option_list, Other}}).
@@ -180,7 +189,7 @@ valid_options(_) -> [].
 
 spec(slots, _) -> <<"slots">>;
 spec(chash, Opts) ->
-    {points, P} = lists:keyfind(points, 1, Opts),
+    {points, P} = opt(points, Opts, {points, ?DEFAULT_POINTS}),
     iolist_to_binary(["ring:", integer_to_list(P)]);
 spec(jump, _) -> <<"jump">>;
 spec(linear, _) -> <<"linear">>.
@@ -192,10 +201,15 @@ weight(Frag, Opts) ->
     end.
 
 donors(Opts) ->
-    case lists:keyfind(donors, 1, Opts) of
+    case opt(donors, Opts, {donors, ?DEFAULT_DONORS}) of
         {donors, all} -> 0;
-        {donors, D} -> D;
-        false -> 0
+        {donors, D} -> D
+    end.
+
+opt(Key, Opts, Default) ->
+    case lists:keyfind(Key, 1, Opts) of
+        false -> Default;
+        Found -> Found
     end.
 
 creating(Tab) ->

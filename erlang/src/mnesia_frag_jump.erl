@@ -5,6 +5,8 @@
 %% see `fraghash_mnesia' for the options and docs/mnesia.md for a guide.
 -module(mnesia_frag_jump).
 
+-include("fraghash.hrl").
+
 -export([init_state/2, add_frag/1, del_frag/1, key_to_frag_number/2,
          match_spec_to_frag_numbers/2]).
 
@@ -22,9 +24,7 @@ add_frag(State) -> fraghash_mnesia:add_frag(jump, State).
           {fraghash_mnesia:state(), [pos_integer()], [pos_integer()]}.
 del_frag(State) -> fraghash_mnesia:del_frag(jump, State).
 
-%% @doc The fragment (1-based) of a key.
--spec key_to_frag_number(fraghash_mnesia:state(), term()) -> pos_integer().
-key_to_frag_number(State, Key) -> fraghash_mnesia:key_to_frag_number(State, Key).
+-include("fraghash_lookup.hrl").
 
 %% @doc The fragments a match spec must search.
 -spec match_spec_to_frag_numbers(fraghash_mnesia:state(), ets:match_spec()) ->
