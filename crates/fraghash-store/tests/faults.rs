@@ -191,3 +191,48 @@ fn full_disk_fails_the_write_and_the_table_recovers() {
     assert_sound(&t);
     assert_eq!(t.len(), all.len() as u64 + 1);
 }
+
+#[test]
+fn verify_finds_misplaced_records_and_bad_statistics() {
+    let d = tempfile::tempdir().unwrap();
+    let t = filled(d.path(), "slots", 2, 100);
+    let path0 = t.stats().fragments[0].path.clone();
+    // A key the scheme places in fragment 1, and a record with a wrong hash.
+    let stray = (0..)
+        .map(|i| format!("stray{i}"))
+        .find(|k| fraghash::key_hash(k.as_bytes()) >> 63 == 1)
+        .unwrap();
+    drop(t);
+    {
+        let db = redb::Database::open(&path0).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let records: redb::TableDefinition<&[u8], &[u8]> =
+                redb::TableDefinition::new("records");
+            let mut r = txn.open_table(records).unwrap();
+            let mut k = fraghash::key_hash(stray.as_bytes()).to_be_bytes().to_vec();
+            k.extend_from_slice(stray.as_bytes());
+            r.insert(k.as_slice(), b"x".as_slice()).unwrap();
+            let mut bad = 5u64.to_be_bytes().to_vec();
+            bad.extend_from_slice(b"wrong hash");
+            r.insert(bad.as_slice(), b"y".as_slice()).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let t = Table::open(d.path()).unwrap();
+    let r = t.verify().unwrap();
+    for p in &r.problems {
+        eprintln!("verify: {p}");
+    }
+    assert!(!r.is_ok());
+    let all = r.problems.join("\n");
+    assert!(
+        all.contains("1 records that the scheme places in another fragment"),
+        "{all}"
+    );
+    assert!(
+        all.contains("1 records whose stored hash is wrong"),
+        "{all}"
+    );
+    assert!(all.contains("bucket statistics"), "{all}");
+}
