@@ -152,3 +152,6 @@ pub fn run(args: TableArgs) -> std::process::ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
