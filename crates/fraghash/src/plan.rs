@@ -95,6 +95,19 @@ pub enum PlanKind {
     Rebalance,
 }
 
+impl std::fmt::Display for PlanKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            PlanKind::Add { fragment } => write!(f, "added fragment {fragment}"),
+            PlanKind::Remove { fragment } => write!(f, "removed fragment {fragment}"),
+            PlanKind::Split { source, fragment } => {
+                write!(f, "split fragment {source} into {source} and {fragment}")
+            }
+            PlanKind::Rebalance => f.write_str("rebalanced"),
+        }
+    }
+}
+
 /// After a removal, fragment `from` (the old last one) takes id `to` (the
 /// removed one's). Its keys stay where they are; only the name changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

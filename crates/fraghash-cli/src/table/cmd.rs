@@ -187,7 +187,7 @@ fn migrate(
         );
     } else {
         println!(
-            "{:?}: {} -> {} fragments; moved {} records, examined {} ({:.3} examined per moved), {} ranges, {:.2} s",
+            "{}: {} -> {} fragments; moved {} records, examined {} ({:.3} examined per moved), {} ranges, {:.2} s",
             r.kind,
             r.fragments_before,
             r.fragments_after,
