@@ -25,7 +25,8 @@ main([Keys, Frags, DistKeys]) ->
          [lookup(M, F) || F <- Fs],
          io:format("~n")
      end || M <- ?MODULES],
-    io:format("~n## async_dirty through mnesia_frag, ram_copies, ~b keys (best of 3)~n~n", [K]),
+    io:format("~n## async_dirty through mnesia_frag, ram_copies, ~b keys (best of ~b interleaved rounds)~n~n",
+              [K, rounds()]),
     io:format("| hash module | fragments | create table (s) | writes/s | reads/s |~n"
               "|---|---|---|---|---|~n"),
     plain(K),
@@ -38,8 +39,9 @@ main([Keys, Frags, DistKeys]) ->
     ok.
 
 %% @doc The throughput lines for one fragment count: a table per module,
-%% then 3 rounds in which every module writes and reads in turn (so that
-%% load from elsewhere hits them alike); the best round of each is shown.
+%% then `rounds()' rounds in which every module writes and reads in turn (so
+%% that load from elsewhere hits them alike); the best round of each is
+%% shown.
 -spec throughput([module()], pos_integer(), pos_integer()) -> ok.
 throughput(Mods, Frags, K) ->
     Tabs = [begin
@@ -56,7 +58,7 @@ throughput(Mods, Frags, K) ->
             end || Mod <- Mods],
     Keys = [key(I) || I <- lists:seq(1, K)],
     Rounds = [[{Mod, round_once(Tab, Keys, mnesia_frag)} || {Mod, Tab, _} <- Tabs]
-              || _ <- [1, 2, 3]],
+              || _ <- lists:seq(1, rounds())],
     lists:foreach(
       fun({Mod, _Tab, TC}) ->
               Ts = [T || R <- Rounds, {M, T} <- R, M =:= Mod],
@@ -67,6 +69,13 @@ throughput(Mods, Frags, K) ->
       end, Tabs).
 %% The tables are left for the VM's exit: deleting a 4,000-fragment table
 %% while 16,000 tables exist takes Mnesia minutes.
+
+%% Rounds per measurement: $FRAGHASH_BENCH_ROUNDS, default 5.
+rounds() ->
+    case os:getenv("FRAGHASH_BENCH_ROUNDS") of
+        false -> 5;
+        R -> list_to_integer(R)
+    end.
 
 round_once(Tab, Keys, Access) ->
     erlang:garbage_collect(),
@@ -83,7 +92,7 @@ round_once(Tab, Keys, Access) ->
 %% Best of 3 rounds of writes and of reads, in microseconds.
 rounds(Tab, K, Access) ->
     Keys = [key(I) || I <- lists:seq(1, K)],
-    Ts = [round_once(Tab, Keys, Access) || _ <- [1, 2, 3]],
+    Ts = [round_once(Tab, Keys, Access) || _ <- lists:seq(1, rounds())],
     {lists:min([W || {W, _} <- Ts]), lists:min([R || {_, R} <- Ts])}.
 
 %% The reference line: a plain table, not fragmented.
