@@ -4,7 +4,7 @@
 %% of random string keys over 50 fragments. Run by `bench/bench.sh'.
 -module(fraghash_bench).
 
--export([main/1, throughput/3, distribution/2, lookup/2]).
+-export([main/1, throughput/3, distribution/2, lookup/2, reads_ab/3]).
 
 -define(MODULES, [mnesia_frag_hash, mnesia_frag_slots, mnesia_frag_chash,
                   mnesia_frag_jump]).
@@ -31,6 +31,11 @@ main([Keys, Frags, DistKeys]) ->
               "|---|---|---|---|---|~n"),
     plain(K),
     [throughput(?MODULES, F, K) || F <- Fs],
+    io:format("~n## reads through mnesia_frag: median ns per read, 9 interleaved rounds~n~n"
+              "| fragments |~s~n|---|~s~n",
+              [[io_lib:format(" `~s` |", [M]) || M <- ab_modules()],
+               [" ---: |" || _ <- ab_modules()]]),
+    [reads_ab(ab_modules(), F, K) || F <- Fs],
     io:format("~n## distribution: ~s random string keys over 50 fragments~n~n",
               [DistKeys]),
     io:format("| hash module | stddev | biggest | smallest | max/mean | binomial floor |~n"
@@ -44,8 +49,10 @@ main([Keys, Frags, DistKeys]) ->
 %% shown.
 -spec throughput([module()], pos_integer(), pos_integer()) -> ok.
 throughput(Mods, Frags, K) ->
+    %% Names of equal length: mnesia_frag builds each fragment's name from
+    %% the table's on every operation, so a longer name costs time.
     Tabs = [begin
-                Tab = list_to_atom(lists:concat(["bench_", Mod, "_", Frags])),
+                Tab = list_to_atom(lists:concat(["b", I, "_", Frags])),
                 {TC, {atomic, ok}} =
                     timer:tc(fun() ->
                                      mnesia:create_table(Tab, [{attributes, [k, v]},
@@ -55,7 +62,7 @@ throughput(Mods, Frags, K) ->
                                                                  {node_pool, [node()]}]}])
                              end),
                 {Mod, Tab, TC}
-            end || Mod <- Mods],
+            end || {I, Mod} <- lists:zip(lists:seq(1, length(Mods)), Mods)],
     Keys = [key(I) || I <- lists:seq(1, K)],
     Rounds = [[{Mod, round_once(Tab, Keys, mnesia_frag)} || {Mod, Tab, _} <- Tabs]
               || _ <- lists:seq(1, rounds())],
@@ -69,6 +76,41 @@ throughput(Mods, Frags, K) ->
       end, Tabs).
 %% The tables are left for the VM's exit: deleting a 4,000-fragment table
 %% while 16,000 tables exist takes Mnesia minutes.
+
+ab_modules() -> ?MODULES ++ [fraghash_bench_control].
+
+%% @doc One line: for each module a table of `Frags' fragments and `K'
+%% records, then 9 rounds in which each module reads all keys in turn; the
+%% median ns per read of each. `fraghash_bench_control' is a pure-Erlang
+%% lookup in the same state shape.
+-spec reads_ab([module()], pos_integer(), pos_integer()) -> ok.
+reads_ab(Mods, Frags, K) ->
+    Keys = [key(I) || I <- lists:seq(1, K)],
+    Tabs = [begin
+                Tab = list_to_atom(lists:concat(["r", I, "_", Frags])),
+                {atomic, ok} =
+                    mnesia:create_table(Tab, [{attributes, [k, v]},
+                                              {frag_properties,
+                                               [{n_fragments, Frags}, {hash_module, Mod},
+                                                {node_pool, [node()]}]}]),
+                ok = mnesia:activity(async_dirty, fun() -> write_all(Tab, Keys) end,
+                                     [], mnesia_frag),
+                {Mod, Tab}
+            end || {I, Mod} <- lists:zip(lists:seq(1, length(Mods)), Mods)],
+    Rounds = [[{Mod, element(1, timer:tc(
+                                 fun() ->
+                                         mnesia:activity(async_dirty,
+                                                         fun() -> read_all(Tab, Keys) end,
+                                                         [], mnesia_frag)
+                                 end))}
+               || {Mod, Tab} <- Tabs]
+              || _ <- lists:seq(1, 9)],
+    io:format("| ~b |", [Frags]),
+    [begin
+         Ts = lists:sort([T || R <- Rounds, {M, T} <- R, M =:= Mod]),
+         io:format(" ~b |", [round(lists:nth(5, Ts) * 1000 / K)])
+     end || {Mod, _} <- Tabs],
+    io:format("~n").
 
 %% Rounds per measurement: $FRAGHASH_BENCH_ROUNDS, default 5.
 rounds() ->
