@@ -79,3 +79,8 @@ pub enum Error {
     #[error(transparent)]
     State(#[from] StateError),
 }
+
+/// The README's Rust example, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
