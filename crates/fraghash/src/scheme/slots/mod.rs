@@ -187,13 +187,7 @@ impl Slots {
     fn grow_for(&mut self, n: u32) {
         let want = Self::wanted_bits(n);
         if want > self.bits {
-            let factor = 1usize << (want - self.bits);
-            let mut t = Vec::with_capacity(1 << want);
-            for &o in &self.table {
-                t.extend(std::iter::repeat_n(o, factor));
-            }
-            self.table = t;
-            self.bits = want;
+            self.grow_to(want);
         }
     }
 
