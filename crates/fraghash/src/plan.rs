@@ -190,20 +190,18 @@ impl MigrationPlan {
         fragment_keys: impl Fn(u32) -> u64,
         range_keys: impl Fn(&HashRange) -> u64,
     ) -> u64 {
-        let mut scanned_filter: Vec<u32> = Vec::new();
-        let mut total = 0;
-        for m in &self.moves {
-            match m {
-                Move::Ranges { ranges, .. } => total += ranges.iter().map(&range_keys).sum::<u64>(),
-                Move::Filter { from } => {
-                    if !scanned_filter.contains(from) {
-                        scanned_filter.push(*from);
-                        total += fragment_keys(*from);
-                    }
-                }
-            }
-        }
-        total
+        // Each filtered fragment is read once, however many moves name it.
+        let mut filtered: Vec<u32> = self
+            .moves
+            .iter()
+            .filter_map(|m| match m {
+                Move::Filter { from } => Some(*from),
+                Move::Ranges { .. } => None,
+            })
+            .collect();
+        filtered.sort_unstable();
+        filtered.dedup();
+        filtered.into_iter().map(fragment_keys).sum::<u64>() + self.keys_in_ranges(range_keys)
     }
 
     /// How many keys the range moves of the plan carry, given per-range
@@ -343,6 +341,28 @@ mod tests {
                 ranges: vec![HashRange::new(u64::MAX, u64::MAX)]
             }]
         );
+    }
+
+    #[test]
+    fn keys_scanned_reads_each_filtered_fragment_once() {
+        let plan = MigrationPlan {
+            kind: PlanKind::Rebalance,
+            fragments_before: 3,
+            fragments_after: 3,
+            moves: vec![
+                Move::Filter { from: 2 },
+                Move::Ranges {
+                    from: 0,
+                    to: 1,
+                    ranges: vec![HashRange::new(0, 9), HashRange::new(20, 29)],
+                },
+                Move::Filter { from: 2 },
+                Move::Filter { from: 1 },
+            ],
+            renumber: None,
+        };
+        let scanned = plan.keys_scanned(|f| u64::from(f) * 100, |r| r.end - r.start + 1);
+        assert_eq!(scanned, 200 + 100 + 20);
     }
 
     #[test]
