@@ -4,7 +4,7 @@
 %% of random string keys over 50 fragments. Run by `bench/bench.sh'.
 -module(fraghash_bench).
 
--export([main/1, throughput/3, distribution/2, lookup/2, reads_ab/3]).
+-export([main/1, distribution/2, lookup/2, key/1, rate/2]).
 
 -define(MODULES, [mnesia_frag_hash, mnesia_frag_slots, mnesia_frag_chash,
                   mnesia_frag_jump]).
@@ -25,17 +25,14 @@ main([Keys, Frags, DistKeys]) ->
          [lookup(M, F) || F <- Fs],
          io:format("~n")
      end || M <- ?MODULES],
-    io:format("~n## async_dirty through mnesia_frag, ram_copies, ~b keys (best of ~b interleaved rounds)~n~n",
-              [K, rounds()]),
-    io:format("| hash module | fragments | create table (s) | writes/s | reads/s |~n"
-              "|---|---|---|---|---|~n"),
+    {Reps, Rounds} = {env_int("FRAGHASH_BENCH_REPS", 3), env_int("FRAGHASH_BENCH_ROUNDS", 2)},
+    io:format("~n## async_dirty through mnesia_frag, ram_copies, ~b keys: ~b repetitions "
+              "of ~b interleaved passes~n~n", [K, Reps, Rounds]),
     plain(K),
-    [throughput(?MODULES, F, K) || F <- Fs],
-    io:format("~n## reads through mnesia_frag: median ns per read, 9 interleaved rounds~n~n"
-              "| fragments |~s~n|---|~s~n",
-              [[io_lib:format(" `~s` |", [M]) || M <- ab_modules()],
-               [" ---: |" || _ <- ab_modules()]]),
-    [reads_ab(ab_modules(), F, K) || F <- Fs],
+    io:format("~n"),
+    fraghash_bench_throughput:print_header(),
+    [fraghash_bench_throughput:run(?MODULES ++ [fraghash_bench_control], F, K, {Reps, Rounds})
+     || F <- Fs],
     io:format("~n## distribution: ~s random string keys over 50 fragments~n~n",
               [DistKeys]),
     io:format("| hash module | stddev | biggest | smallest | max/mean | binomial floor |~n"
@@ -43,106 +40,27 @@ main([Keys, Frags, DistKeys]) ->
     [distribution(M, list_to_integer(DistKeys)) || M <- ?MODULES],
     ok.
 
-%% @doc The throughput lines for one fragment count: a table per module,
-%% then `rounds()' rounds in which every module writes and reads in turn (so
-%% that load from elsewhere hits them alike); the best round of each is
-%% shown.
--spec throughput([module()], pos_integer(), pos_integer()) -> ok.
-throughput(Mods, Frags, K) ->
-    %% Names of equal length: mnesia_frag builds each fragment's name from
-    %% the table's on every operation, so a longer name costs time.
-    Tabs = [begin
-                Tab = list_to_atom(lists:concat(["b", I, "_", Frags])),
-                {TC, {atomic, ok}} =
-                    timer:tc(fun() ->
-                                     mnesia:create_table(Tab, [{attributes, [k, v]},
-                                                               {frag_properties,
-                                                                [{n_fragments, Frags},
-                                                                 {hash_module, Mod},
-                                                                 {node_pool, [node()]}]}])
-                             end),
-                {Mod, Tab, TC}
-            end || {I, Mod} <- lists:zip(lists:seq(1, length(Mods)), Mods)],
-    Keys = [key(I) || I <- lists:seq(1, K)],
-    Rounds = [[{Mod, round_once(Tab, Keys, mnesia_frag)} || {Mod, Tab, _} <- Tabs]
-              || _ <- lists:seq(1, rounds())],
-    lists:foreach(
-      fun({Mod, _Tab, TC}) ->
-              Ts = [T || R <- Rounds, {M, T} <- R, M =:= Mod],
-              TW = lists:min([W || {W, _} <- Ts]),
-              TR = lists:min([Rd || {_, Rd} <- Ts]),
-              io:format("| `~s` | ~b | ~.1f | ~s | ~s |~n",
-                        [Mod, Frags, TC / 1.0e6, rate(K, TW), rate(K, TR)])
-      end, Tabs).
-%% The tables are left for the VM's exit: deleting a 4,000-fragment table
-%% while 16,000 tables exist takes Mnesia minutes.
-
-ab_modules() -> ?MODULES ++ [fraghash_bench_control].
-
-%% @doc One line: for each module a table of `Frags' fragments and `K'
-%% records, then 9 rounds in which each module reads all keys in turn; the
-%% median ns per read of each. `fraghash_bench_control' is a pure-Erlang
-%% lookup in the same state shape.
--spec reads_ab([module()], pos_integer(), pos_integer()) -> ok.
-reads_ab(Mods, Frags, K) ->
-    Keys = [key(I) || I <- lists:seq(1, K)],
-    Tabs = [begin
-                Tab = list_to_atom(lists:concat(["r", I, "_", Frags])),
-                {atomic, ok} =
-                    mnesia:create_table(Tab, [{attributes, [k, v]},
-                                              {frag_properties,
-                                               [{n_fragments, Frags}, {hash_module, Mod},
-                                                {node_pool, [node()]}]}]),
-                ok = mnesia:activity(async_dirty, fun() -> write_all(Tab, Keys) end,
-                                     [], mnesia_frag),
-                {Mod, Tab}
-            end || {I, Mod} <- lists:zip(lists:seq(1, length(Mods)), Mods)],
-    Rounds = [[{Mod, element(1, timer:tc(
-                                 fun() ->
-                                         mnesia:activity(async_dirty,
-                                                         fun() -> read_all(Tab, Keys) end,
-                                                         [], mnesia_frag)
-                                 end))}
-               || {Mod, Tab} <- Tabs]
-              || _ <- lists:seq(1, 9)],
-    io:format("| ~b |", [Frags]),
-    [begin
-         Ts = lists:sort([T || R <- Rounds, {M, T} <- R, M =:= Mod]),
-         io:format(" ~b |", [round(lists:nth(5, Ts) * 1000 / K)])
-     end || {Mod, _} <- Tabs],
-    io:format("~n").
-
-%% Rounds per measurement: $FRAGHASH_BENCH_ROUNDS, default 5.
-rounds() ->
-    case os:getenv("FRAGHASH_BENCH_ROUNDS") of
-        false -> 5;
-        R -> list_to_integer(R)
+%% A positive integer from the environment, or `Default'.
+env_int(Name, Default) ->
+    case os:getenv(Name) of
+        false -> Default;
+        V -> list_to_integer(V)
     end.
 
-round_once(Tab, Keys, Access) ->
-    erlang:garbage_collect(),
-    {TW, ok} = timer:tc(fun() ->
-                                mnesia:activity(async_dirty, fun() -> write_all(Tab, Keys) end,
-                                                [], Access)
-                        end),
-    {TR, ok} = timer:tc(fun() ->
-                                mnesia:activity(async_dirty, fun() -> read_all(Tab, Keys) end,
-                                                [], Access)
-                        end),
-    {TW, TR}.
-
-%% Best of 3 rounds of writes and of reads, in microseconds.
-rounds(Tab, K, Access) ->
-    Keys = [key(I) || I <- lists:seq(1, K)],
-    Ts = [round_once(Tab, Keys, Access) || _ <- lists:seq(1, rounds())],
-    {lists:min([W || {W, _} <- Ts]), lists:min([R || {_, R} <- Ts])}.
-
-%% The reference line: a plain table, not fragmented.
+%% The reference line: a plain table, not fragmented, best of 3 passes of
+%% overwrites and of reads.
 plain(K) ->
+    Keys = [key(I) || I <- lists:seq(1, K)],
     {atomic, ok} = mnesia:create_table(plain_tab, [{attributes, [k, v]}]),
-    {TW, TR} = rounds(plain_tab, K, mnesia),
-    io:format("| plain table, not fragmented | 1 | - | ~s | ~s |~n",
-              [rate(K, TW), rate(K, TR)]),
+    Pass = fun(F) ->
+                   element(1, timer:tc(fun() -> mnesia:activity(async_dirty, F) end))
+           end,
+    Ts = [{Pass(fun() -> [mnesia:write({plain_tab, Ky, Ky}) || Ky <- Keys], ok end),
+           Pass(fun() -> [[_] = mnesia:read(plain_tab, Ky) || Ky <- Keys], ok end)}
+          || _ <- [1, 2, 3]],
+    io:format("A plain table, not fragmented (best of 3 passes): ~s writes/s, ~s reads/s.~n",
+              [rate(K, lists:min([W || {W, _} <- Ts])),
+               rate(K, lists:min([R || {_, R} <- Ts]))]),
     {atomic, ok} = mnesia:delete_table(plain_tab),
     ok.
 
@@ -159,12 +77,9 @@ lookup(Mod, Frags) ->
 lookup_all(Mod, S, [K | Ks]) -> _ = Mod:key_to_frag_number(S, K), lookup_all(Mod, S, Ks);
 lookup_all(_, _, []) -> ok.
 
-write_all(Tab, [K | Ks]) -> mnesia:write({Tab, K, K}), write_all(Tab, Ks);
-write_all(_, []) -> ok.
-
-read_all(Tab, [K | Ks]) -> [_] = mnesia:read(Tab, K), read_all(Tab, Ks);
-read_all(_, []) -> ok.
-
+%% @doc `K' operations in `Micros' microseconds, as operations per second
+%% with thousands separators.
+-spec rate(pos_integer(), number()) -> string().
 rate(K, Micros) ->
     R = round(K / (Micros / 1.0e6)),
     thousands(integer_to_list(R)).
@@ -174,6 +89,8 @@ thousands(S) ->
     {H, T} = lists:split(length(S) - 3, S),
     thousands(H) ++ "," ++ T.
 
+%% @doc The `I'th benchmark key.
+-spec key(pos_integer()) -> string().
 key(I) -> "user-" ++ integer_to_list(I).
 
 %% @doc One line of the distribution table: `N' random short strings (5 to
