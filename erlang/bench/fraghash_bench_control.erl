@@ -14,7 +14,7 @@
 -spec init_state(atom(), term()) -> #fraghash_state{}.
 init_state(Tab, _) ->
     #fraghash_state{scheme = slots, table = Tab, n = 1, opts = [],
-                    digest = <<0:128>>, bytes = <<"FHFRESH1-control">>}.
+                    digest = <<0:128>>, bytes = <<"control">>}.
 
 %% @doc One more fragment (creation only).
 -spec add_frag(#fraghash_state{}) -> {#fraghash_state{}, [pos_integer()], [pos_integer()]}.

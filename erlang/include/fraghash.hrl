@@ -2,9 +2,12 @@
 %% survives restarts, other nodes and Mnesia's copying it out of ets on
 %% every operation.
 %%
-%% `bytes' is the core crate's versioned scheme state as ONE binary: above
-%% 64 bytes it is reference-counted, so copying the record copies a pointer.
-%% `digest' (xxh3-128 of `bytes', 16 bytes) is what the NIF looks the decoded
+%% `bytes' is the state's recipe (the NIF's `recipe' module: the new table
+%% the state started as, then its add_frags and del_frags), a few dozen
+%% bytes: a binary of at most 64 bytes is copied with the record, while a
+%% bigger, reference-counted one would add its size to the copying
+%% process's binary heap on every operation and cost garbage collections.
+%% `digest' (xxh3-128 of `bytes', 16 bytes) is what the NIF looks the built
 %% scheme up by; `bytes' is only read on a cache miss, and then checked
 %% against `digest'.
 -record(fraghash_state, {

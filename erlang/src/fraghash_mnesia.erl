@@ -43,26 +43,20 @@
 -spec init_state(scheme(), atom(), term()) -> state().
 init_state(Scheme, Tab, State) ->
     Opts = options(Scheme, State),
-    {D, B} = nif(fun() -> fraghash_nif:new_state(spec(Scheme, Opts), 1) end),
-    S = #fraghash_state{scheme = Scheme, table = Tab, n = 1, opts = Opts,
-                        digest = D, bytes = B},
-    case weight(1, Opts) of
-        1 -> S;
-        W ->
-            {D2, B2, _, _} = nif(fun() -> fraghash_nif:set_weight(D, B, 1, W) end),
-            S#fraghash_state{digest = D2, bytes = B2}
-    end.
+    {D, B} = nif(fun() -> fraghash_nif:fresh_state(spec(Scheme, Opts), 1, weights(1, Opts)) end),
+    #fraghash_state{scheme = Scheme, table = Tab, n = 1, opts = Opts, digest = D, bytes = B}.
 
 %% @doc `add_frag/1' of scheme `Scheme': `{NewState, IterFrags, LockFrags}'
 %% where `IterFrags' are exactly the fragments that can lose records.
 %%
-%% While a table is being created (it is not yet in
+%% The state is a recipe (see the NIF's `recipe' module): the new table the
+%% state started as, then its `add_frag's and `del_frag's, in a few dozen
+%% bytes. While a table is being created (it is not yet in
 %% `mnesia:system_info(tables)'), Mnesia calls `add_frag' once per extra
-%% fragment on empty fragments and moves nothing. Then the state becomes a
-%% short description of a new, perfectly balanced table (see the NIF's
-%% `fresh' module), built on first use: creating 4,000 fragments stays
-%% O(fragments) per step. The first `add_frag' or `del_frag' afterwards
-%% replaces it with real state bytes and honours the `donors' bound.
+%% fragment on empty fragments and moves nothing, so the recipe's starting
+%% table grows instead: the table starts perfectly balanced and creating
+%% 4,000 fragments stays O(fragments) per step. Afterwards each `add_frag'
+%% is appended to the recipe and honours the `donors' bound.
 -spec add_frag(scheme(), state()) -> {state(), [pos_integer()], [pos_integer()]}.
 add_frag(Scheme, #fraghash_state{scheme = Scheme, n = N, opts = Opts,
                                  digest = D, bytes = B} = S) ->
@@ -70,12 +64,9 @@ add_frag(Scheme, #fraghash_state{scheme = Scheme, n = N, opts = Opts,
     {D2, B2, Iter, Lock} =
         case creating(S#fraghash_state.table) of
             true ->
-                Ws = case lists:keyfind(weights, 1, Opts) of
-                         {weights, [_ | _]} -> [weight(I, Opts) || I <- lists:seq(1, N1)];
-                         _ -> []
-                     end,
                 {FD, FB} = nif(fun() ->
-                                       fraghash_nif:fresh_state(spec(Scheme, Opts), N1, Ws)
+                                       fraghash_nif:fresh_state(spec(Scheme, Opts), N1,
+                                                                weights(N1, Opts))
                                end),
                 %% Every fragment is empty: none can lose records.
                 {FD, FB, [], [N1]};
@@ -193,6 +184,14 @@ spec(chash, Opts) ->
     iolist_to_binary(["ring:", integer_to_list(P)]);
 spec(jump, _) -> <<"jump">>;
 spec(linear, _) -> <<"linear">>.
+
+%% The weights of fragments 1..N for a new table: `[]' when the table has
+%% no weights option (all weigh 1).
+weights(N, Opts) ->
+    case lists:keyfind(weights, 1, Opts) of
+        {weights, [_ | _]} -> [weight(I, Opts) || I <- lists:seq(1, N)];
+        _ -> []
+    end.
 
 weight(Frag, Opts) ->
     case lists:keyfind(weights, 1, Opts) of

@@ -8,8 +8,8 @@
 %% `digest_mismatch', `bad_spec', `refused' and `Message' a binary.
 -module(fraghash_nif).
 
--export([new_state/2, locate/2, load_locate/3, add_frag/4, del_frag/2,
-         set_weight/4, info/2, cache_stats/0, digest/1, fresh_state/3]).
+-export([fresh_state/3, locate/2, load_locate/3, add_frag/4, del_frag/2,
+         info/2, cache_stats/0, digest/1]).
 
 -on_load(init/0).
 
@@ -35,10 +35,12 @@ priv_dir() ->
 
 -define(NIF, erlang:nif_error({not_loaded, ?MODULE})).
 
-%% @doc A new state of `N' fragments for a core spec (`<<"slots">>',
-%% `<<"ring:100">>', `<<"jump">>', `<<"linear">>'). Dirty CPU.
--spec new_state(binary(), pos_integer()) -> {digest(), binary()}.
-new_state(_Spec, _N) -> ?NIF.
+%% @doc The recipe of a new table of `N' fragments for a core spec
+%% (`<<"slots">>', `<<"ring:100">>', `<<"jump">>', `<<"linear">>';
+%% `Weights': `[]' or one per fragment, slots only) and its digest. The NIF
+%% builds the scheme on first use. O(N), normal scheduler.
+-spec fresh_state(binary(), pos_integer(), [pos_integer()]) -> {digest(), binary()}.
+fresh_state(_Spec, _N, _Weights) -> ?NIF.
 
 %% @doc The fragment of `H = erlang:phash2(Key, 1 bsl 32)', or `miss' when
 %% the state is not cached (then call {@link load_locate/3}). O(1), normal
@@ -61,10 +63,6 @@ add_frag(_Digest, _Bytes, _Weight, _MaxDonors) -> ?NIF.
 -spec del_frag(digest(), binary()) -> change().
 del_frag(_Digest, _Bytes) -> ?NIF.
 
-%% @doc Slots only: sets fragment `Frag''s weight. Dirty CPU.
--spec set_weight(digest(), binary(), pos_integer(), pos_integer()) -> change().
-set_weight(_Digest, _Bytes, _Frag, _Weight) -> ?NIF.
-
 %% @doc A description of a state: spec, fragments, memory and, for slots,
 %% slot bits, slots per fragment and weights. Dirty CPU.
 -spec info(digest(), binary()) -> map().
@@ -74,11 +72,7 @@ info(_Digest, _Bytes) -> ?NIF.
 -spec cache_stats() -> {non_neg_integer(), non_neg_integer()}.
 cache_stats() -> ?NIF.
 
-%% @doc The digest (xxh3-128) the NIF keys a state's bytes by.
+%% @doc The digest (xxh3-128) the NIF keys a state's recipe by.
 -spec digest(binary()) -> digest().
 digest(_Bytes) -> ?NIF.
 
-%% @doc A description of a new table of `N' fragments (`Weights': `[]' or
-%% one per fragment, slots only), built by the NIF on first use. O(N).
--spec fresh_state(binary(), pos_integer(), [pos_integer()]) -> {digest(), binary()}.
-fresh_state(_Spec, _N, _Weights) -> ?NIF.

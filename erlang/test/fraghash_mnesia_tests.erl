@@ -11,6 +11,7 @@
 -module(fraghash_mnesia_tests).
 
 -include_lib("eunit/include/eunit.hrl").
+-include("fraghash.hrl").
 
 -export([read_all/2, check_placement/1, put_all/3]).
 
@@ -236,6 +237,7 @@ check_placement(Tab) ->
       end, lists:zip(lists:seq(1, N), Names)).
 
 check(Tab, Count, Step) ->
+    small_state(element(2, hash(Tab))),
     Counts = check_placement(Tab),
     ?assertEqual(Count, lists:sum(Counts)),
     Size = mnesia:activity(async_dirty, fun() -> mnesia:table_info(Tab, size) end,
@@ -243,6 +245,12 @@ check(Tab, Count, Step) ->
     ?assertEqual(Count, Size),
     Count = read_all(Tab, Count),
     print_dist(Tab, Step, Counts).
+
+%% A fraghash state's recipe stays a heap binary (at most 64 bytes), which
+%% Mnesia copies out of ets on every operation without growing the calling
+%% process's binary heap (and so without extra garbage collections).
+small_state(#fraghash_state{bytes = B}) -> ?assert(byte_size(B) =< 64);
+small_state(_) -> ok.
 
 print_dist(Tab, Step, Counts) ->
     N = length(Counts),

@@ -1,12 +1,12 @@
 //! The decoded-scheme cache: state digest -> decoded [`AnyScheme`].
 //!
 //! Mnesia copies `hash_state` out of an ets table on every operation, so the
-//! state handed to the NIF must be plain data: a binary of scheme state bytes
-//! plus a 16-byte digest of those bytes, computed once when the state
-//! changes. Every lookup finds the decoded scheme here by digest in O(1)
-//! (the big binary is reference-counted by the VM and never copied or
-//! rehashed on this path); only a miss (first use after a restart, on another
-//! node, or after eviction) decodes the bytes, and then checks the digest.
+//! state handed to the NIF must be plain data: a short recipe
+//! ([`crate::recipe`]) plus a 16-byte digest of it, computed once when the
+//! state changes. Every lookup finds the built scheme here by digest in O(1)
+//! (the recipe is neither read nor rehashed on this path); only a miss
+//! (first use after a restart, on another node, or after eviction) checks
+//! the digest and builds the scheme from the recipe.
 //!
 //! Two levels:
 //! - a per-thread front cache of the last few entries (no lock, no shared
@@ -23,6 +23,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 
 use fraghash::{AnyScheme, FragmentScheme};
+
+use crate::recipe::Recipe;
 
 /// A 128-bit digest of state bytes (xxh3-128, little-endian).
 pub type Digest = [u8; 16];
@@ -189,11 +191,9 @@ pub fn resolve<'b>(
     if digest(bytes) != d {
         return Err(LookupError::DigestMismatch);
     }
-    let scheme = if crate::fresh::is_fresh(bytes) {
-        crate::fresh::build(bytes).map_err(LookupError::Corrupt)?
-    } else {
-        AnyScheme::from_state_bytes(bytes).map_err(|e| LookupError::Corrupt(e.to_string()))?
-    };
+    let scheme = Recipe::decode(bytes)
+        .and_then(|r| r.build())
+        .map_err(LookupError::Corrupt)?;
     let e = insert(d, scheme);
     front_put(&e);
     Ok(e)
@@ -238,9 +238,11 @@ pub fn stats() -> (usize, usize) {
     (map.len(), map.values().map(|e| e.bytes).sum())
 }
 
-/// Encodes a scheme's state and caches the decoded scheme under its digest.
-pub fn store(scheme: AnyScheme) -> (Digest, Vec<u8>, Arc<Entry>) {
-    let bytes = scheme.to_state_bytes();
+/// Encodes a recipe and caches `scheme`, the scheme it builds, under its
+/// digest. The caller guarantees that `scheme` is what `recipe` builds (the
+/// NIF applies to a cached scheme the operation it appends to the recipe).
+pub fn store(recipe: &Recipe, scheme: AnyScheme) -> (Digest, Vec<u8>, Arc<Entry>) {
+    let bytes = recipe.encode();
     let d = digest(&bytes);
     let e = insert(d, scheme);
     front_put(&e);
@@ -253,12 +255,13 @@ mod tests {
 
     #[test]
     fn resolve_hits_and_checks_digest() {
-        let (d, bytes, _) = store(AnyScheme::new("slots", 7).unwrap());
+        let r = Recipe::new("slots", 7, &[]).unwrap();
+        let (d, bytes, _) = store(&r, r.build().unwrap());
         let e = resolve(&d, || None).unwrap();
         assert_eq!(e.scheme.fragments(), 7);
         // A digest not cached: the bytes are checked. (A state no other test
         // stores: the cache is global and tests run in parallel.)
-        let other = AnyScheme::new("ring:7", 9).unwrap().to_state_bytes();
+        let other = Recipe::new("ring:7", 9, &[]).unwrap().encode();
         let od = digest(&other);
         assert_eq!(
             resolve(&od, || Some(&bytes[..])).unwrap_err(),
@@ -285,7 +288,8 @@ mod tests {
     #[test]
     fn eviction_keeps_bounds() {
         for n in 1..(MAX_ENTRIES as u32 + 50) {
-            store(AnyScheme::new("jump", n).unwrap());
+            let r = Recipe::new("jump", n, &[]).unwrap();
+            store(&r, r.build().unwrap());
         }
         assert!(stats().0 <= MAX_ENTRIES);
     }

@@ -2,26 +2,24 @@
 //!
 //! The Erlang hash modules (`mnesia_frag_slots`, `mnesia_frag_chash`,
 //! `mnesia_frag_jump`, `mnesia_frag_linear`) keep a scheme's state in
-//! Mnesia's `hash_state` as plain data: the state bytes of the core crate as
-//! one binary, and a 16-byte digest of them. This library maps key hashes to
-//! fragments with the core crate's code, finding the decoded scheme by digest
-//! in a bounded cache ([`cache`]), so a lookup costs the same at any fragment
-//! count and never touches the big binary.
+//! Mnesia's `hash_state` as plain data: a short recipe ([`recipe`]: the new
+//! table it started as, then its `add_frag`s and `del_frag`s) and a 16-byte
+//! digest of it. This library maps key hashes to fragments with the core
+//! crate's code, finding the built scheme by digest in a bounded cache
+//! ([`cache`]), so a lookup costs the same at any fragment count.
 //!
 //! Functions (all fragment numbers are Mnesia's, 1-based):
 //!
 //! | function | scheduler | returns |
 //! |---|---|---|
-//! | `new_state(Spec, N)` | dirty CPU | `{Digest, Bytes}` |
-//! | `fresh_state(Spec, N, Weights)` | normal, O(N) | `{Digest, Bytes}` describing a new table, built on first use ([`fresh`]) |
+//! | `fresh_state(Spec, N, Weights)` | normal, O(N) | `{Digest, Recipe}` of a new table, built on first use |
 //! | `locate(Digest, H)` | normal, O(1) | fragment, or `miss` when not cached |
-//! | `load_locate(Digest, Bytes, H)` | dirty CPU | fragment (decodes on a miss) |
-//! | `add_frag(Digest, Bytes, Weight, MaxDonors)` | dirty CPU | `{Digest, Bytes, IterFrags, LockFrags}` |
-//! | `del_frag(Digest, Bytes)` | dirty CPU | `{Digest, Bytes, IterFrags, LockFrags}` |
-//! | `set_weight(Digest, Bytes, Frag, Weight)` | dirty CPU | `{Digest, Bytes, IterFrags, LockFrags}` |
-//! | `info(Digest, Bytes)` | dirty CPU | a map |
+//! | `load_locate(Digest, Recipe, H)` | dirty CPU | fragment (builds the scheme on a miss) |
+//! | `add_frag(Digest, Recipe, Weight, MaxDonors)` | dirty CPU | `{Digest, Recipe, IterFrags, LockFrags}` |
+//! | `del_frag(Digest, Recipe)` | dirty CPU | `{Digest, Recipe, IterFrags, LockFrags}` |
+//! | `info(Digest, Recipe)` | dirty CPU | a map |
 //! | `cache_stats()` | normal | `{Entries, Bytes}` |
-//! | `digest(Bytes)` | dirty CPU | the 16-byte digest of state bytes |
+//! | `digest(Bytes)` | dirty CPU | the 16-byte digest of a recipe |
 //!
 //! `H` is `erlang:phash2(Key, 1 bsl 32)`, widened with
 //! [`fraghash::widen_phash2`]. Errors raise `{fraghash, Reason, Message}`
@@ -31,8 +29,8 @@
 //! turns any panic into an Erlang exception.
 
 pub mod cache;
-pub mod fresh;
 pub mod mnesia;
+pub mod recipe;
 pub mod runs;
 
 // The NIF entry points reference `enif_*` symbols that only the VM provides,

@@ -2,11 +2,12 @@
 
 use std::sync::Arc;
 
-use fraghash::{widen_phash2, AnyScheme, FragmentScheme};
+use fraghash::{widen_phash2, FragmentScheme};
 use rustler::{Binary, Encoder, Env, Error, NewBinary, NifResult, Term};
 
 use crate::cache::{self, Entry, LookupError};
-use crate::mnesia::{self, FragChange};
+use crate::mnesia::FragChange;
+use crate::recipe::{self, Op, Recipe};
 
 mod atoms {
     rustler::atoms! {
@@ -41,7 +42,7 @@ fn refused(e: impl std::fmt::Display) -> Error {
     raise(atoms::refused(), e.to_string())
 }
 
-/// The cached entry for a state, decoding `bytes` on a miss.
+/// The cached entry for a state, building it from the recipe on a miss.
 fn entry(digest: Binary, bytes: Term) -> NifResult<Arc<Entry>> {
     let bin = bytes.decode::<Binary>().ok();
     cache::resolve(digest.as_slice(), || bin.as_ref().map(|b| b.as_slice())).map_err(lookup_error)
@@ -51,33 +52,10 @@ fn binary<'a>(env: Env<'a>, data: &[u8]) -> Term<'a> {
     NewBinary::from_slice(env, data).into()
 }
 
-/// Encodes `scheme`'s state, caches it, and returns `{Digest, Bytes}` terms.
-fn publish<'a>(env: Env<'a>, scheme: AnyScheme) -> (Term<'a>, Term<'a>) {
-    let (d, bytes, _) = cache::store(scheme);
-    (binary(env, &d), binary(env, &bytes))
-}
-
-fn change<'a>(env: Env<'a>, scheme: AnyScheme, c: FragChange) -> Term<'a> {
-    let (d, b) = publish(env, scheme);
-    (d, b, c.iter, c.lock).encode(env)
-}
-
-/// A new state: `Spec` is a core spec string (`slots`, `ring:100`, `jump`,
-/// `linear`), `N` the fragment count.
-#[rustler::nif(schedule = "DirtyCpu")]
-fn new_state<'a>(env: Env<'a>, spec: Binary<'a>, n: u32) -> NifResult<Term<'a>> {
-    let spec = std::str::from_utf8(spec.as_slice())
-        .map_err(|_| raise(atoms::bad_spec(), "spec is not UTF-8".into()))?;
-    let scheme = AnyScheme::new(spec, n).map_err(|e| match e {
-        fraghash::Error::Spec(e) => raise(atoms::bad_spec(), e.to_string()),
-        other => refused(other),
-    })?;
-    Ok(publish(env, scheme).encode(env))
-}
-
-/// A fresh-state description of a new table (see [`crate::fresh`]):
-/// `Weights` is `[]` or one weight per fragment (slots only). O(N), and
-/// nothing is built until first use.
+/// A recipe for a new table: `Spec` is a core spec string (`slots`,
+/// `ring:100`, `jump`, `linear`), `N` the fragment count, `Weights` `[]` or
+/// one weight per fragment (slots only). Returns `{Digest, Recipe}`; the
+/// scheme is built on first use. O(N).
 #[rustler::nif]
 fn fresh_state<'a>(
     env: Env<'a>,
@@ -87,7 +65,9 @@ fn fresh_state<'a>(
 ) -> NifResult<Term<'a>> {
     let spec = std::str::from_utf8(spec.as_slice())
         .map_err(|_| raise(atoms::bad_spec(), "spec is not UTF-8".into()))?;
-    let bytes = crate::fresh::encode(spec, n, &weights).map_err(refused)?;
+    let bytes = Recipe::new(spec, n, &weights)
+        .map_err(|e| raise(atoms::bad_spec(), e))?
+        .encode();
     let d = cache::digest(&bytes);
     Ok((binary(env, &d), binary(env, &bytes)).encode(env))
 }
@@ -109,7 +89,7 @@ fn load_locate<'a>(digest: Binary<'a>, bytes: Term<'a>, h32: u32) -> NifResult<u
     Ok(entry(digest, bytes)?.locate(widen_phash2(h32)) + 1)
 }
 
-/// Adds a fragment (see [`mnesia::add`]); `max_donors` 0 means no bound.
+/// Adds a fragment (see [`crate::mnesia::add`]); `max_donors` 0 means no bound.
 #[rustler::nif(schedule = "DirtyCpu")]
 fn add_frag<'a>(
     env: Env<'a>,
@@ -118,53 +98,44 @@ fn add_frag<'a>(
     weight: u32,
     max_donors: u32,
 ) -> NifResult<Term<'a>> {
-    let mut scheme = entry(digest, bytes)?.scheme.clone();
-    let donors = if max_donors == 0 {
-        u32::MAX
-    } else {
-        max_donors
-    };
-    let c = mnesia::add(&mut scheme, weight, donors).map_err(refused)?;
-    Ok(change(env, scheme, c))
+    change(
+        env,
+        digest,
+        bytes,
+        Op::Add {
+            weight,
+            donors: max_donors,
+        },
+    )
 }
 
-/// Removes the last fragment (see [`mnesia::del_last`]).
+/// Removes the last fragment (see [`crate::mnesia::del_last`]).
 #[rustler::nif(schedule = "DirtyCpu")]
 fn del_frag<'a>(env: Env<'a>, digest: Binary<'a>, bytes: Term<'a>) -> NifResult<Term<'a>> {
-    let mut scheme = entry(digest, bytes)?.scheme.clone();
-    let c = mnesia::del_last(&mut scheme).map_err(refused)?;
-    Ok(change(env, scheme, c))
+    change(env, digest, bytes, Op::DelLast)
 }
 
-/// `slots` only: sets fragment `frag`'s (1-based) weight. Returns the
-/// fragments that lose slots as `IterFrags` and those that gain as the lock
-/// list (Mnesia has no hook to move records between existing fragments, so
-/// the adapter uses this only while a table has one fragment).
-#[rustler::nif(schedule = "DirtyCpu")]
-fn set_weight<'a>(
-    env: Env<'a>,
-    digest: Binary<'a>,
-    bytes: Term<'a>,
-    frag: u32,
-    weight: u32,
-) -> NifResult<Term<'a>> {
-    let mut scheme = entry(digest, bytes)?.scheme.clone();
-    let id = frag
-        .checked_sub(1)
-        .ok_or_else(|| refused("fragment numbers start at 1"))?;
-    let plan = scheme.set_weight(id, weight).map_err(refused)?;
-    let iter: Vec<u32> = plan.sources().iter().map(|s| s + 1).collect();
-    let mut lock: Vec<u32> = plan.moves.iter().filter_map(to_of).map(|t| t + 1).collect();
-    lock.sort_unstable();
-    lock.dedup();
-    Ok(change(env, scheme, FragChange { iter, lock }))
-}
-
-fn to_of(m: &fraghash::Move) -> Option<u32> {
-    match m {
-        fraghash::Move::Ranges { to, .. } => Some(*to),
-        fraghash::Move::Filter { .. } => None,
+/// Applies `op` to the cached scheme and appends it to the recipe; returns
+/// `{Digest, Recipe, IterFrags, LockFrags}` with the new scheme cached.
+fn change<'a>(env: Env<'a>, digest: Binary<'a>, bytes: Term<'a>, op: Op) -> NifResult<Term<'a>> {
+    let bin: Binary = bytes.decode().map_err(|_| {
+        raise(
+            atoms::corrupt_state(),
+            "state recipe is not a binary".into(),
+        )
+    })?;
+    // The recipe is extended below and the cached scheme changed alongside,
+    // so the two must be the same state even on a cache hit.
+    if cache::digest(bin.as_slice()) != digest.as_slice() {
+        return Err(lookup_error(LookupError::DigestMismatch));
     }
+    let mut recipe =
+        Recipe::decode(bin.as_slice()).map_err(|e| lookup_error(LookupError::Corrupt(e)))?;
+    let mut scheme = entry(digest, bytes)?.scheme.clone();
+    let c: FragChange = recipe::apply(&mut scheme, op).map_err(refused)?;
+    recipe.push(op);
+    let (d, b, _) = cache::store(&recipe, scheme);
+    Ok((binary(env, &d), binary(env, &b), c.iter, c.lock).encode(env))
 }
 
 /// A description of a state: `#{spec, fragments, memory_bytes}` and, for
