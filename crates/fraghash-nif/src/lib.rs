@@ -34,6 +34,12 @@ pub mod recipe;
 pub mod runs;
 
 // The NIF entry points reference `enif_*` symbols that only the VM provides,
-// so they are left out of the unit-test binary (which would not link).
-#[cfg(not(test))]
+// so they are left out of the unit-test binary and of the examples (which
+// would not link): see the `nif` feature.
+#[cfg(all(feature = "nif", not(test)))]
 mod nif;
+
+#[cfg(all(feature = "nif", feature = "tools"))]
+compile_error!(
+    "features `nif` and `tools` exclude each other: use --no-default-features --features tools"
+);
