@@ -71,6 +71,7 @@ add_frag(Scheme, #fraghash_state{scheme = Scheme, n = N, opts = Opts,
                 %% Every fragment is empty: none can lose records.
                 {FD, FB, [], [N1]};
             false ->
+                ok = built_dir(),
                 W = weight(N1, Opts),
                 nif(fun() -> fraghash_nif:add_frag(D, B, W, donors(Opts)) end)
         end,
@@ -83,6 +84,7 @@ add_frag(Scheme, Bad) ->
 -spec del_frag(scheme(), state()) -> {state(), [pos_integer()], [pos_integer()]}.
 del_frag(Scheme, #fraghash_state{scheme = Scheme, n = N, digest = D, bytes = B} = S)
   when N > 1 ->
+    ok = built_dir(),
     {D2, B2, Iter, Lock} = nif(fun() -> fraghash_nif:del_frag(D, B) end),
     {S#fraghash_state{n = N - 1, digest = D2, bytes = B2}, Iter, Lock};
 del_frag(Scheme, Bad) ->
@@ -96,6 +98,7 @@ key_to_frag_number(#fraghash_state{digest = D} = S, Key) ->
     H = erlang:phash2(Key, ?TWO_32),
     case fraghash_nif:locate(D, H) of
         miss ->
+            ok = built_dir(),
             nif(fun() -> fraghash_nif:load_locate(D, S#fraghash_state.bytes, H) end);
         Frag ->
             Frag
@@ -107,6 +110,7 @@ key_to_frag_number(Bad, _Key) ->
 %% dirty scheduler (checking its digest), caches it, and locates `H'.
 -spec load_locate(state(), 0..4294967295) -> pos_integer().
 load_locate(#fraghash_state{digest = D, bytes = B}, H) ->
+    ok = built_dir(),
     nif(fun() -> fraghash_nif:load_locate(D, B, H) end).
 
 %% @doc `match_spec_to_frag_numbers/2': one fragment when the match spec's
@@ -209,6 +213,23 @@ opt(Key, Opts, Default) ->
     case lists:keyfind(Key, 1, Opts) of
         false -> Default;
         Found -> Found
+    end.
+
+%% Tells the NIF, once per node, where to keep its built-state files: the
+%% directory `fraghash' under Mnesia's, when Mnesia's directory exists (a
+%% node without a disc schema gets none, and replays after each restart).
+built_dir() ->
+    case persistent_term:get({?MODULE, built_dir}, unset) of
+        unset ->
+            Mnesia = mnesia:system_info(directory),
+            Dir = case filelib:is_dir(Mnesia) of
+                      true -> unicode:characters_to_binary(filename:join(Mnesia, "fraghash"));
+                      false -> undefined
+                  end,
+            ok = fraghash_nif:set_built_dir(Dir),
+            persistent_term:put({?MODULE, built_dir}, Dir);
+        _ ->
+            ok
     end.
 
 creating(Tab) ->

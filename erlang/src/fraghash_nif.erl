@@ -9,7 +9,7 @@
 -module(fraghash_nif).
 
 -export([fresh_state/3, locate/2, load_locate/3, add_frag/4, del_frag/2,
-         info/2, cache_stats/0, digest/1]).
+         info/2, cache_stats/0, digest/1, set_built_dir/1]).
 
 -on_load(init/0).
 
@@ -67,6 +67,14 @@ del_frag(_Digest, _Bytes) -> ?NIF.
 %% slot bits, slots per fragment and weights. Dirty CPU.
 -spec info(digest(), binary()) -> map().
 info(_Digest, _Bytes) -> ?NIF.
+
+%% @doc Sets the directory where the NIF keeps node-local files of schemes
+%% it built by replaying a recipe, so that the next miss (after a restart)
+%% reads the file instead of replaying; `undefined' turns them off. The
+%% files are only a cache: missing or damaged ones cost a replay, never an
+%% error.
+-spec set_built_dir(binary() | undefined) -> ok.
+set_built_dir(_Dir) -> ?NIF.
 
 %% @doc Entries and decoded bytes in the NIF's state cache.
 -spec cache_stats() -> {non_neg_integer(), non_neg_integer()}.

@@ -191,15 +191,37 @@ pub fn resolve<'b>(
     if digest(bytes) != d {
         return Err(LookupError::DigestMismatch);
     }
-    let scheme = Recipe::decode(bytes)
-        .and_then(|r| r.build())
-        .map_err(LookupError::Corrupt)?;
+    let recipe = Recipe::decode(bytes).map_err(LookupError::Corrupt)?;
+    let scheme = build(&d, &recipe).map_err(LookupError::Corrupt)?;
     let e = insert(d, scheme);
     front_put(&e);
     Ok(e)
 }
 
-/// Caches a scheme whose state bytes have digest `d` and returns the entry.
+/// Builds a recipe whose digest is `d`: from this node's built-state file
+/// when it has a sound one ([`crate::built`]), else by replaying it, then
+/// writing the file (only when there is a history to replay).
+fn build(d: &Digest, recipe: &Recipe) -> Result<AnyScheme, String> {
+    let dir = if recipe.has_history() {
+        crate::built::dir()
+    } else {
+        None
+    };
+    if let Some(dir) = &dir {
+        if let Some(s) = crate::built::load(dir, d) {
+            if s.fragments() == recipe.fragments() && s.scheme_spec() == recipe.spec() {
+                return Ok(s);
+            }
+        }
+    }
+    let s = recipe.build()?;
+    if let Some(dir) = &dir {
+        crate::built::save(dir, d, &s);
+    }
+    Ok(s)
+}
+
+/// Caches a scheme whose recipe has digest `d` and returns the entry.
 pub fn insert(d: Digest, scheme: AnyScheme) -> Arc<Entry> {
     let entry = Arc::new(Entry::new(d, scheme));
     let mut map = global().map.write().unwrap_or_else(|p| p.into_inner());

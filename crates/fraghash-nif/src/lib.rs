@@ -19,6 +19,7 @@
 //! | `del_frag(Digest, Recipe)` | dirty CPU | `{Digest, Recipe, IterFrags, LockFrags}` |
 //! | `info(Digest, Recipe)` | dirty CPU | a map |
 //! | `cache_stats()` | normal | `{Entries, Bytes}` |
+//! | `set_built_dir(Dir)` | normal | `ok`; `Dir` a binary path, or `undefined` (see [`built`]) |
 //! | `digest(Bytes)` | dirty CPU | the 16-byte digest of a recipe |
 //!
 //! `H` is `erlang:phash2(Key, 1 bsl 32)`, widened with
@@ -28,6 +29,7 @@
 //! can bring the VM down: the core never panics on bad bytes, and rustler
 //! turns any panic into an Erlang exception.
 
+pub mod built;
 pub mod cache;
 pub mod mnesia;
 pub mod recipe;

@@ -161,6 +161,21 @@ fn info<'a>(env: Env<'a>, digest: Binary<'a>, bytes: Term<'a>) -> NifResult<Term
     Ok(map)
 }
 
+/// Sets the directory of built-state files ([`crate::built`]): a binary
+/// path, or `undefined` for none.
+#[rustler::nif]
+fn set_built_dir(dir: Term) -> NifResult<rustler::Atom> {
+    let dir = match dir.decode::<Binary>() {
+        Ok(b) => Some(std::path::PathBuf::from(
+            std::str::from_utf8(b.as_slice()).map_err(|_| Error::BadArg)?,
+        )),
+        Err(_) if dir.is_atom() => None,
+        Err(_) => return Err(Error::BadArg),
+    };
+    crate::built::set_dir(dir);
+    Ok(rustler::types::atom::ok())
+}
+
 /// `{Entries, DecodedBytes}` of the global state cache.
 #[rustler::nif]
 fn cache_stats() -> (usize, usize) {

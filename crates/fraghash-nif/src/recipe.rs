@@ -106,6 +106,16 @@ impl Recipe {
         }
     }
 
+    /// The scheme and its parameters.
+    pub fn spec(&self) -> SchemeSpec {
+        self.spec
+    }
+
+    /// Whether building replays any operation (else it is one base build).
+    pub fn has_history(&self) -> bool {
+        !self.history.is_empty()
+    }
+
     /// Fragments after the whole history (saturating; [`Recipe::build`]
     /// checks every step).
     pub fn fragments(&self) -> u32 {
