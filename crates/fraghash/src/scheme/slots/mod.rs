@@ -171,10 +171,25 @@ impl Slots {
     /// Slots owned by each fragment.
     pub fn slots_per_fragment(&self) -> Vec<u64> {
         let mut c = vec![0u64; self.weights.len()];
-        for &o in &self.table {
-            c[o as usize] += 1;
-        }
+        self.for_each_run(|_, len, o| c[o as usize] += len as u64);
         c
+    }
+
+    /// Calls `f(start, len, owner)` for each run of consecutive slots with
+    /// one owner, in slot order. Every walk over the table goes through
+    /// here: slots come in long runs, and finding a run's end is a tight
+    /// compare loop, where per-slot bookkeeping (a counter or a vector's
+    /// last element updated at every slot) chains each slot to the previous
+    /// one and ran several times slower.
+    fn for_each_run(&self, mut f: impl FnMut(usize, usize, u32)) {
+        let t = &self.table[..];
+        let mut s = 0;
+        while s < t.len() {
+            let o = t[s];
+            let len = run_len(&t[s..], o);
+            f(s, len, o);
+            s += len;
+        }
     }
 
     /// Each fragment's target number of slots, from the weights.
@@ -194,39 +209,21 @@ impl Slots {
     fn ownership(&self) -> Ownership {
         let shift = 64 - self.bits;
         let mut out: Ownership = Vec::new();
-        for (s, &o) in self.table.iter().enumerate() {
-            if out.last().is_none_or(|l| l.1 != o) {
-                out.push(((s as u64) << shift, o));
-            }
-        }
+        self.for_each_run(|s, _, o| out.push(((s as u64) << shift, o)));
         out
     }
 
     /// The table as `(owner, length)` runs, in slot order.
     fn table_runs(&self) -> Vec<(u32, u32)> {
         let mut runs: Vec<(u32, u32)> = Vec::new();
-        for &o in &self.table {
-            match runs.last_mut() {
-                Some(last) if last.0 == o => last.1 += 1,
-                _ => runs.push((o, 1)),
-            }
-        }
+        self.for_each_run(|_, len, o| runs.push((o, len as u32)));
         runs
     }
 
     /// Runs of consecutive slots per fragment: `(start, len)`.
     fn runs(&self) -> Vec<Vec<(usize, usize)>> {
         let mut runs = vec![Vec::new(); self.weights.len()];
-        let mut s = 0;
-        while s < self.table.len() {
-            let o = self.table[s];
-            let e = self.table[s..]
-                .iter()
-                .position(|&x| x != o)
-                .map_or(self.table.len(), |p| s + p);
-            runs[o as usize].push((s, e - s));
-            s = e;
-        }
+        self.for_each_run(|s, len, o| runs[o as usize].push((s, len)));
         runs
     }
 
@@ -526,6 +523,24 @@ fn greedy_take(excess: &[i64], caps: &[u64], count: u64) -> Vec<u64> {
         }
     }
     taken
+}
+
+/// How many slots at the start of `t` belong to `owner`: whole blocks of
+/// 16 first (a branch-free compare the compiler vectorises), then slot by
+/// slot.
+fn run_len(t: &[u32], owner: u32) -> usize {
+    const BLOCK: usize = 16;
+    let mut i = 0;
+    for block in t.chunks_exact(BLOCK) {
+        if !block.iter().fold(true, |all, &x| all & (x == owner)) {
+            break;
+        }
+        i += BLOCK;
+    }
+    i + t[i..]
+        .iter()
+        .position(|&x| x != owner)
+        .unwrap_or(t.len() - i)
 }
 
 /// Chooses `count` slots from a fragment's runs: the tails of its longest

@@ -126,3 +126,14 @@ fn limited_add_reaches_further_when_the_donors_run_dry() {
     s.add_limited(100, 1).unwrap();
     assert_eq!(s.slots_per_fragment()[4], s.target_slots()[4]);
 }
+
+#[test]
+fn run_len_at_every_block_boundary() {
+    for len in 0..70usize {
+        for tail in 0..3usize {
+            let mut t = vec![7u32; len];
+            t.extend(std::iter::repeat_n(8u32, tail));
+            assert_eq!(super::run_len(&t, 7), len, "len {len} tail {tail}");
+        }
+    }
+}
