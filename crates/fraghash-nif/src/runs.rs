@@ -11,7 +11,7 @@
 //! forward from there (about one step). A binary search over the runs took
 //! a chain of dependent loads instead, most of the NIF's own time per call.
 //! The index is derived from the core's table when a state is built and
-//! answers exactly as [`FragmentScheme::locate`] (tested slot by slot); it
+//! answers exactly as [`fraghash::FragmentScheme::locate`] (tested slot by slot); it
 //! is used only when it is at least 8 times smaller than the table.
 
 use fraghash::scheme::slots::Slots;

@@ -51,7 +51,7 @@ pub struct ExperimentArgs {
     /// Read keys from FILE instead, one per line (`-`: standard input).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["keys", "seed"])]
     pub keys_from: Option<String>,
-    /// Comma-separated scheme specs: linear, ring, ring:<points>, jump, slots.
+    /// Comma-separated scheme specs: linear, ring, ring:POINTS (points per fragment), jump, slots.
     #[arg(long, value_name = "SPECS", default_value = DEFAULT_SCHEMES)]
     pub schemes: String,
     /// Also grow each scheme from 1 to MAX fragments (max/mean and stddev at

@@ -22,7 +22,7 @@ enum TableCommand {
     Create {
         /// Table directory (created if missing).
         dir: PathBuf,
-        /// Scheme: slots, ring, ring:<points>, jump, linear.
+        /// Scheme: slots, ring, ring:POINTS (points per fragment), jump, linear.
         #[arg(long, default_value = "slots")]
         scheme: String,
         /// Fragments to start with.
