@@ -1,6 +1,7 @@
 %% The hot path of every fraghash hash module, compiled into each module so
 %% that a lookup is one local call: phash2, then one NIF call that finds the
-%% decoded scheme by digest. Needs fraghash.hrl.
+%% built scheme by digest. Also fraghash_mnesia's own `key_to_frag_number/2'.
+%% Needs fraghash.hrl.
 
 %% @doc The fragment (1-based) of a key: O(1) at any fragment count.
 -spec key_to_frag_number(fraghash_mnesia:state(), term()) -> pos_integer().

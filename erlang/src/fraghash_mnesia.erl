@@ -90,21 +90,8 @@ del_frag(Scheme, #fraghash_state{scheme = Scheme, n = N, digest = D, bytes = B} 
 del_frag(Scheme, Bad) ->
     bad_state(Scheme, Bad).
 
-%% @doc `key_to_frag_number/2': O(1) at any fragment count (a cache lookup
-%% by digest in the NIF; the state bytes are decoded only on a miss, on a
-%% dirty scheduler).
--spec key_to_frag_number(state(), term()) -> pos_integer().
-key_to_frag_number(#fraghash_state{digest = D} = S, Key) ->
-    H = erlang:phash2(Key, ?TWO_32),
-    case fraghash_nif:locate(D, H) of
-        miss ->
-            ok = built_dir(),
-            nif(fun() -> fraghash_nif:load_locate(D, S#fraghash_state.bytes, H) end);
-        Frag ->
-            Frag
-    end;
-key_to_frag_number(Bad, _Key) ->
-    mnesia:abort({bad_hash_state, Bad}).
+%% `key_to_frag_number/2', the same code the hash modules compile in.
+-include("fraghash_lookup.hrl").
 
 %% @doc The miss path of `key_to_frag_number/2': decodes the state on a
 %% dirty scheduler (checking its digest), caches it, and locates `H'.

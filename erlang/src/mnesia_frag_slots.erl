@@ -5,29 +5,7 @@
 %% see `fraghash_mnesia' for the options and docs/mnesia.md for a guide.
 -module(mnesia_frag_slots).
 
+-define(SCHEME, slots).
+
 -include("fraghash.hrl").
-
--export([init_state/2, add_frag/1, del_frag/1, key_to_frag_number/2,
-         match_spec_to_frag_numbers/2]).
-
-%% @doc Called by Mnesia when a fragmented table is created.
--spec init_state(atom(), term()) -> fraghash_mnesia:state().
-init_state(Tab, State) -> fraghash_mnesia:init_state(slots, Tab, State).
-
-%% @doc `{NewState, IterFrags, AdditionalLockFrags}' for one more fragment.
--spec add_frag(fraghash_mnesia:state()) ->
-          {fraghash_mnesia:state(), [pos_integer()], [pos_integer()]}.
-add_frag(State) -> fraghash_mnesia:add_frag(slots, State).
-
-%% @doc `{NewState, IterFrags, AdditionalLockFrags}' without the last fragment.
--spec del_frag(fraghash_mnesia:state()) ->
-          {fraghash_mnesia:state(), [pos_integer()], [pos_integer()]}.
-del_frag(State) -> fraghash_mnesia:del_frag(slots, State).
-
--include("fraghash_lookup.hrl").
-
-%% @doc The fragments a match spec must search.
--spec match_spec_to_frag_numbers(fraghash_mnesia:state(), ets:match_spec()) ->
-          [pos_integer()].
-match_spec_to_frag_numbers(State, MatchSpec) ->
-    fraghash_mnesia:match_spec_to_frag_numbers(State, MatchSpec).
+-include("fraghash_callbacks.hrl").
