@@ -18,7 +18,7 @@
 %% again where it now lives. The cost is one operation per moved record.
 -module(fraghash_frag).
 
--export([add_frag/2, del_frag/1, stale_copies/1, repair/1]).
+-export([add_frag/2, del_frag/1, stale_copies/1, repair/1, hash/1]).
 
 -define(BATCH, 500).
 
@@ -83,14 +83,17 @@ repair(Tab) ->
         Aborted -> Aborted
     end.
 
-%%% Internals
-
+%% @doc A fragmented table's hash module, hash state and fragment count, as
+%% its `frag_properties' give them on this node.
+-spec hash(atom()) -> {module(), term(), pos_integer()}.
 hash(Tab) ->
     Props = mnesia:table_info(Tab, frag_properties),
     {hash_module, Mod} = lists:keyfind(hash_module, 1, Props),
     {hash_state, S} = lists:keyfind(hash_state, 1, Props),
     {n_fragments, N} = lists:keyfind(n_fragments, 1, Props),
     {Mod, S, N}.
+
+%%% Internals
 
 misplaced(Tab) ->
     {Mod, S, N} = hash(Tab),

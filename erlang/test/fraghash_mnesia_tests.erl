@@ -214,12 +214,7 @@ frag_names(Tab) ->
     mnesia:activity(async_dirty, fun() -> mnesia:table_info(Tab, frag_names) end,
                     [], mnesia_frag).
 
-hash(Tab) ->
-    Props = mnesia:table_info(Tab, frag_properties),
-    {hash_module, Mod} = lists:keyfind(hash_module, 1, Props),
-    {hash_state, S} = lists:keyfind(hash_state, 1, Props),
-    {n_fragments, N} = lists:keyfind(n_fragments, 1, Props),
-    {Mod, S, N}.
+hash(Tab) -> fraghash_frag:hash(Tab).
 
 %% Every record sits in the fragment key_to_frag_number names; returns the
 %% record count of each fragment.
