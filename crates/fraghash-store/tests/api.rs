@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{assert_sound, contents, filled};
+use common::{assert_sound, contents, filled, redb_files};
 use fraghash_store::{Error, Table, TableOptions, WriteBatch, MAX_KEY_LEN};
 
 #[test]
@@ -89,17 +89,7 @@ fn reshape(scheme: &str) {
     assert_eq!(t.len(), 3000);
     assert_sound(&t);
     // Files: manifest, lock, one per fragment.
-    let redb = std::fs::read_dir(d.path())
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .path()
-                .extension()
-                .is_some_and(|x| x == "redb")
-        })
-        .count();
-    assert_eq!(redb as u32, n - 1);
+    assert_eq!(redb_files(d.path()) as u32, n - 1);
 }
 
 #[test]

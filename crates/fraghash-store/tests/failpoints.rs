@@ -7,7 +7,7 @@ mod common;
 
 use std::process::Command;
 
-use common::{assert_sound, contents, filled};
+use common::{assert_sound, contents, filled, redb_files};
 use fraghash_store::failpoint::POINTS;
 use fraghash_store::Table;
 
@@ -26,19 +26,6 @@ const OPS: &[(&str, u32, &str, &str, u32)] = &[
     ("jump", 3, "add", "", 4),
     ("jump", 3, "remove", "2", 2),
 ];
-
-fn redb_files(dir: &std::path::Path) -> usize {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .path()
-                .extension()
-                .is_some_and(|x| x == "redb")
-        })
-        .count()
-}
 
 #[test]
 fn crash_at_every_failpoint() {

@@ -40,3 +40,17 @@ pub fn assert_sound(t: &Table) {
     let r = t.verify().unwrap();
     assert!(r.is_ok(), "verify: {:?}", r.problems);
 }
+
+/// How many fragment files (`*.redb`) a table directory holds.
+pub fn redb_files(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "redb")
+        })
+        .count()
+}
