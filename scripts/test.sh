@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: every Rust crate (release mode, so the
-# statistical and crash tests run at full size quickly), then the Mnesia
-# adapter's EUnit tests against real Mnesia (needs erlang-nox and erlang-dev).
+# Runs the whole test suite:
+#   1. every Rust crate (release mode, so the statistical and crash tests run
+#      at full size quickly);
+#   2. the Erlang application's EUnit tests in real Mnesia (rebar3; needs
+#      erlang-nox, erlang-dev and rebar3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo test --release --workspace
 
-if ! command -v erl >/dev/null 2>&1; then
-    echo "error: Erlang is not installed; the Mnesia tests need it: apt-get install -y erlang-nox erlang-dev" >&2
-    exit 1
-fi
-erlang/run-tests.sh
+for tool in erl rebar3; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+        echo "error: $tool is not installed; the Mnesia tests need it: apt-get install -y erlang-nox erlang-dev rebar3" >&2
+        exit 1
+    fi
+done
+scripts/test-mnesia.sh
