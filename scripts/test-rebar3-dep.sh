@@ -15,9 +15,14 @@
 # no Hex dependency, rebar3's cache is a scratch directory, and cargo runs
 # with CARGO_NET_OFFLINE=true (the crates Cargo.lock names must already be
 # in cargo's registry cache, as they are after any build of this
-# workspace). CARGO_TARGET_DIR defaults to this repository's target/ so
-# that the Rust dependencies already built are reused; set it to use
-# another one. The temporary directory is removed afterwards.
+# workspace). The NIF is built in target/rebar3-dep/ of this repository
+# (under $CARGO_TARGET_DIR when that is set), kept between runs so that
+# the Rust dependencies are compiled once. Not target/ itself: cargo names
+# a workspace crate's artifacts by its path relative to the workspace, so
+# the clone's fraghash-nif and this working tree's would share one
+# artifact, and after this check a build here could take the clone's (the
+# committed HEAD) as up to date. The temporary directory is removed
+# afterwards.
 #
 # Usage: scripts/test-rebar3-dep.sh
 # Exits 0 and prints "rebar3 dependency check: ok" when everything passed.
@@ -128,7 +133,7 @@ frag_names(Tab) ->
                     [], mnesia_frag).
 EOF
 
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}/rebar3-dep"
 export CARGO_NET_OFFLINE=true
 export REBAR_CACHE_DIR="$tmp/rebar3-cache"
 export FRAGHASH_CHECK_MNESIA_DIR="$tmp/mnesia"
