@@ -7,7 +7,7 @@
 %% deleted keys back after a restart. Plain OTP only: the default hash module
 %% mnesia_frag_hash, one node (nonode@nohost), a disc schema.
 %%
-%% Run (about 20 s on 2 cores):
+%% Run (about 20 s on 2 cores; report: docs/mnesia-frag-disc-bug.md):
 %%
 %%     escript erlang/repro/mnesia_frag_disc_loss.escript
 %%
@@ -45,6 +45,10 @@
 %% every VM of the run. With it, mnesia_dumper never takes the branch that
 %% snapshots a table's RAM into its .DCD while it applies the record moves,
 %% and every run comes back exact: this isolates the cause.
+%%
+%% Candidate fix: `sh erlang/repro/try_dumper_patch.sh' runs this script with
+%% mnesia_dumper patched by mnesia_dumper_rec_ops.patch (same directory).
+%% The line "mnesia_dumper: <path>" in the output says which module ran.
 %%
 %% Exit codes:
 %%   0  not reproduced: every run found what it expected (the last line says
@@ -98,6 +102,8 @@ run_all() ->
                            default -> "4 (default)";
                            L -> io_lib:format("~p (control)", [L])
                        end]),
+    {module, mnesia_dumper} = code:ensure_loaded(mnesia_dumper),
+    io:format("mnesia_dumper: ~s~n", [code:which(mnesia_dumper)]),
     io:format("scratch: ~s~n", [Root]),
     io:format("figures: read/rows/stale/back/bread (see the header of ~s)~n~n",
               [filename:basename(escript:script_name())]),
