@@ -4,7 +4,7 @@
 # (the {op, rec, ...} steps of a schema transaction always go to the
 # fragment's .DCL, as transform_table and clear_table already do).
 #
-#     sh erlang/repro/try_dumper_patch.sh
+#     sh repro/try_dumper_patch.sh
 #
 # Needs erl, erlc, escript, patch and the Mnesia sources (Debian: erlang-src).
 # The patched module is built in a temporary directory, removed afterwards.

@@ -9,7 +9,7 @@
 %%
 %% Run (15 to 45 s on 2 shared cores; report: docs/mnesia-frag-disc-bug.md):
 %%
-%%     escript erlang/repro/mnesia_frag_disc_loss.escript
+%%     escript repro/mnesia_frag_disc_loss.escript
 %%
 %% Each run starts from a fresh scratch directory under $TMPDIR (or /tmp),
 %% removed at the end unless MNESIA_REPRO_KEEP=1. Every run creates a
@@ -46,7 +46,7 @@
 %% snapshots a table's RAM into its .DCD while it applies the record moves,
 %% and every run comes back exact: this isolates the cause.
 %%
-%% Candidate fix: `sh erlang/repro/try_dumper_patch.sh' runs this script with
+%% Candidate fix: `sh repro/try_dumper_patch.sh' runs this script with
 %% mnesia_dumper patched by mnesia_dumper_rec_ops.patch (same directory).
 %% The line "mnesia_dumper: <path>" in the output says which module ran.
 %%
