@@ -19,6 +19,9 @@
 -module(fraghash_frag).
 
 -export([add_frag/2, del_frag/1, stale_copies/1, repair/1, hash/1]).
+-export([distribution/1, info/1, fragment_size/1]).
+
+-include("fraghash.hrl").
 
 -define(BATCH, 500).
 
@@ -92,6 +95,86 @@ hash(Tab) ->
     {hash_state, S} = lists:keyfind(hash_state, 1, Props),
     {n_fragments, N} = lists:keyfind(n_fragments, 1, Props),
     {Mod, S, N}.
+
+%%% What a table looks like
+
+%% @doc Records and bytes per fragment, and how even they are: `records',
+%% `bytes' (totals), `mean' (records per fragment), `stddev' (population
+%% standard deviation of the records per fragment), `binomial_floor'
+%% (`sqrt(M * p * (1 - p))' with `p = 1/N': the spread a perfect hash still
+%% shows by chance; a stddev near it is as even as hashing can be),
+%% `min', `max', `max_over_mean', and `fragments', one map per fragment
+%% (`fragment', `table', `records', `bytes', `storage', `node'). Bytes are
+%% memory for `ram_copies' and `disc_copies' fragments, the file for
+%% `disc_only_copies' ones. Each fragment is measured where Mnesia reads
+%% it; the counts are Mnesia's, so they are exact only while nobody writes.
+-spec distribution(atom()) -> map().
+distribution(Tab) ->
+    {_Mod, _State, N} = hash(Tab),
+    Frags = [fragment_info(I, frag_name(Tab, I)) || I <- lists:seq(1, N)],
+    Counts = [maps:get(records, F) || F <- Frags],
+    M = lists:sum(Counts),
+    Mean = M / N,
+    Var = lists:sum([(C - Mean) * (C - Mean) || C <- Counts]) / N,
+    P = 1 / N,
+    #{table => Tab,
+      n_fragments => N,
+      records => M,
+      bytes => lists:sum([maps:get(bytes, F) || F <- Frags]),
+      mean => Mean,
+      stddev => math:sqrt(Var),
+      binomial_floor => math:sqrt(M * P * (1 - P)),
+      min => lists:min(Counts),
+      max => lists:max(Counts),
+      max_over_mean => case M of 0 -> 0.0; _ -> lists:max(Counts) / Mean end,
+      fragments => Frags}.
+
+%% @doc A fragmented table's hash module, fragment count and hash state:
+%% `hash_module', `n_fragments', `hash_state_bytes' (the heap size of the
+%% state, which Mnesia copies on every read and write), and for fraghash's
+%% modules `scheme' (`slots', `chash', `jump' or `linear') and `state' (the
+%% scheme's own description: spec, fragments, memory of the built table;
+%% for `slots' its slot count and slots per fragment).
+-spec info(atom()) -> map().
+info(Tab) ->
+    {Mod, State, N} = hash(Tab),
+    Base = #{table => Tab,
+             hash_module => Mod,
+             n_fragments => N,
+             hash_state_bytes => erts_debug:flat_size(State) * erlang:system_info(wordsize)},
+    case State of
+        #fraghash_state{scheme = Scheme} ->
+            Base#{scheme => Scheme, state => fraghash_mnesia:info(State)};
+        _ ->
+            Base
+    end.
+
+%% @doc One fragment's records, bytes and storage type on this node
+%% (`{Records, Bytes, Storage}'); called on the node that holds it.
+-spec fragment_size(atom()) -> {non_neg_integer(), non_neg_integer(), atom()}.
+fragment_size(Frag) ->
+    Storage = mnesia:table_info(Frag, storage_type),
+    Records = mnesia:table_info(Frag, size),
+    Memory = mnesia:table_info(Frag, memory),
+    Bytes = case Storage of
+                disc_only_copies -> Memory;
+                _ -> Memory * erlang:system_info(wordsize)
+            end,
+    {Records, Bytes, Storage}.
+
+fragment_info(I, Frag) ->
+    Node = mnesia:table_info(Frag, where_to_read),
+    {Records, Bytes, Storage} =
+        case Node =:= node() of
+            true -> fragment_size(Frag);
+            false ->
+                case rpc:call(Node, ?MODULE, fragment_size, [Frag]) of
+                    {badrpc, Reason} -> error({fraghash, unreachable, {Frag, Node, Reason}});
+                    Size -> Size
+                end
+        end,
+    #{fragment => I, table => Frag, records => Records, bytes => Bytes,
+      storage => Storage, node => Node}.
 
 %%% Internals
 

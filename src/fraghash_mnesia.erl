@@ -231,6 +231,8 @@ nif(F) ->
     catch
         error:{fraghash, Reason, Msg} when is_binary(Msg) ->
             mnesia:abort({fraghash, Reason, binary_to_list(Msg)});
+        error:{fraghash, nif_not_loaded, _Tried} = NotLoaded ->
+            mnesia:abort(NotLoaded);
         error:badarg ->
             mnesia:abort({fraghash, badarg, "bad argument types for the NIF"})
     end.

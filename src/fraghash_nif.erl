@@ -1,39 +1,112 @@
 %% @doc Loader and stubs for the fraghash NIF (`priv/libfraghash_nif.so').
 %%
-%% The library is looked for in `code:priv_dir(fraghash)' when fraghash is
-%% installed as an application, else in `../priv' next to this module's
-%% `ebin' directory, else in the directory named by the environment variable
-%% `FRAGHASH_NIF_DIR'. Fragment numbers are Mnesia's (1-based). Errors raise
+%% The library is looked for in these directories, in order, and the first
+%% that holds it is loaded:
+%% <ol>
+%% <li>`$FRAGHASH_NIF_DIR', when that environment variable is set;</li>
+%% <li>`code:priv_dir(fraghash)', when the application is on the code path;</li>
+%% <li>`../priv' next to the `ebin' directory of this module.</li>
+%% </ol>
+%% A directory without the library is skipped, so a stale `FRAGHASH_NIF_DIR'
+%% or a code path entry that only looks like the application (any directory
+%% named `fraghash-Something') costs nothing. When no directory gives a
+%% library that loads, the module still loads, and every function raises
+%% `{fraghash, nif_not_loaded, Tried}', where `Tried' lists each candidate as
+%% `{Source, Path, Why}' (`Why' is `not_found' or `{load_failed, Reason,
+%% Text}' as `erlang:load_nif/2' gave it); {@link load_status/0} tells the
+%% same without raising.
+%%
+%% Fragment numbers are Mnesia's (1-based). Other errors raise
 %% `{fraghash, Reason, Message}' with `Reason' one of `corrupt_state',
 %% `digest_mismatch', `bad_spec', `refused' and `Message' a binary.
 -module(fraghash_nif).
 
 -export([fresh_state/3, locate/2, load_locate/3, add_frag/4, del_frag/2,
          info/2, cache_stats/0, digest/1, set_built_dir/1]).
+-export([load_status/0]).
 
 -on_load(init/0).
 
+-define(LIB, "libfraghash_nif").
+-define(STATUS_KEY, {?MODULE, load_status}).
+
 -type digest() :: <<_:128>>.
 -type change() :: {digest(), binary(), [pos_integer()], [pos_integer()]}.
--export_type([digest/0, change/0]).
+-type source() :: env_fraghash_nif_dir | application_priv_dir | beside_ebin.
+-type tried() :: [{source(), file:filename(),
+                   not_found | {load_failed, atom(), string()}}].
+-export_type([digest/0, change/0, source/0, tried/0]).
 
--spec init() -> ok | {error, term()}.
+%% Loads the library from the first candidate directory that holds one that
+%% loads. Always `ok': a module that failed to load would leave Mnesia with
+%% `undef' errors that name no cause, while the stubs below name it.
+-spec init() -> ok.
 init() ->
-    erlang:load_nif(filename:join(priv_dir(), "libfraghash_nif"), 0).
+    Status = try_load(candidates(), []),
+    persistent_term:put(?STATUS_KEY, Status),
+    ok.
 
-priv_dir() ->
-    case os:getenv("FRAGHASH_NIF_DIR") of
-        Dir when is_list(Dir), Dir =/= "" -> Dir;
-        _ ->
-            case code:priv_dir(fraghash) of
-                Dir when is_list(Dir) -> Dir;
-                _ ->
-                    Ebin = filename:dirname(code:which(?MODULE)),
-                    filename:join(filename:dirname(Ebin), "priv")
+try_load([], Tried) ->
+    {not_loaded, lists:reverse(Tried)};
+try_load([{Source, Dir} | Rest], Tried) ->
+    Path = filename:join(Dir, ?LIB),
+    case filelib:is_regular(Path ++ ".so") of
+        false ->
+            try_load(Rest, [{Source, Path ++ ".so", not_found} | Tried]);
+        true ->
+            case erlang:load_nif(Path, 0) of
+                ok ->
+                    {loaded, Path ++ ".so", lists:reverse(Tried)};
+                {error, {Reason, Text}} ->
+                    Why = {load_failed, Reason, Text},
+                    try_load(Rest, [{Source, Path ++ ".so", Why} | Tried])
             end
     end.
 
--define(NIF, erlang:nif_error({not_loaded, ?MODULE})).
+%% The candidate directories, in order, without repeats.
+candidates() ->
+    Env = case os:getenv("FRAGHASH_NIF_DIR") of
+              Dir when is_list(Dir), Dir =/= "" -> [{env_fraghash_nif_dir, Dir}];
+              _ -> []
+          end,
+    App = case code:priv_dir(fraghash) of
+              Priv when is_list(Priv) -> [{application_priv_dir, Priv}];
+              _ -> []
+          end,
+    Beside = case code:which(?MODULE) of
+                 Beam when is_list(Beam), Beam =/= "" ->
+                     Ebin = filename:dirname(Beam),
+                     [{beside_ebin, filename:join(filename:dirname(Ebin), "priv")}];
+                 _ ->
+                     []
+             end,
+    dedup(Env ++ App ++ Beside, []).
+
+dedup([], Seen) ->
+    lists:reverse(Seen);
+dedup([{_, Dir} = C | Rest], Seen) ->
+    Abs = filename:absname(Dir),
+    case lists:any(fun({_, D}) -> filename:absname(D) =:= Abs end, Seen) of
+        true -> dedup(Rest, Seen);
+        false -> dedup(Rest, [C | Seen])
+    end.
+
+%% @doc Whether the NIF is loaded: `{loaded, Path, Tried}' with the
+%% candidates skipped before it, or `{not_loaded, Tried}'.
+-spec load_status() -> {loaded, file:filename(), tried()} | {not_loaded, tried()}.
+load_status() ->
+    persistent_term:get(?STATUS_KEY, {not_loaded, []}).
+
+not_loaded() ->
+    Tried = case load_status() of
+                {not_loaded, T} -> T;
+                %% Loaded, yet a stub ran: the library lacks this function
+                %% (a library older than these modules).
+                {loaded, Path, _} -> [{loaded, Path, missing_function}]
+            end,
+    erlang:nif_error({fraghash, nif_not_loaded, Tried}).
+
+-define(NIF, not_loaded()).
 
 %% @doc The recipe of a new table of `N' fragments for a core spec
 %% (`<<"slots">>', `<<"ring:100">>', `<<"jump">>', `<<"linear">>';

@@ -396,7 +396,9 @@ two_nodes(Modules) ->
     catch peer:stop(Peer),
     {_Peer2, B} = start_peer(Name, DirB),
     ok = rpc:call(B, mnesia, start, []),
-    TabNames = [T || {_, _, T} <- Tabs],
+    %% Every fragment, not only the base tables: a fragment whose only copy
+    %% is on B is readable from A once B has loaded it.
+    TabNames = lists:append([frag_names(T) || {_, _, T} <- Tabs]),
     ok = rpc:call(B, mnesia, wait_for_tables, [TabNames, 60000]),
     ok = mnesia:wait_for_tables(TabNames, 60000),
     %% Every record readable with its value from both nodes, in the

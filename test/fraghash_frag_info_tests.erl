@@ -1,0 +1,87 @@
+%% @doc EUnit tests of `fraghash_frag:distribution/1' and `info/1' in real
+%% Mnesia: every figure is checked against what Mnesia says of each
+%% fragment and against the formulas recomputed from the counts.
+%%
+%% Needs `FRAGHASH_TEST_DIR' (scripts/test-mnesia.sh sets it up).
+-module(fraghash_frag_info_tests).
+
+-include_lib("eunit/include/eunit.hrl").
+
+-define(RECORDS, 8000).
+
+info_test_() ->
+    {setup, fun setup/0, fun cleanup/1,
+     fun(_) ->
+             [{timeout, 120, {"distribution of a disc_copies slots table",
+                              fun() -> distribution(dist_slots, mnesia_frag_slots,
+                                                    n_disc_copies) end}},
+              {timeout, 120, {"distribution of a disc_only_copies default table",
+                              fun() -> distribution(dist_default, mnesia_frag_hash,
+                                                    n_disc_only_copies) end}},
+              {timeout, 120, {"info of fraghash and default tables", fun info/0}}]
+     end}.
+
+setup() ->
+    fraghash_mnesia_tests:quiet_overload(),
+    Dir = filename:join(os:getenv("FRAGHASH_TEST_DIR"), "info_mnesia"),
+    ok = application:set_env(mnesia, dir, Dir),
+    ok = mnesia:create_schema([node()]),
+    ok = mnesia:start(),
+    Dir.
+
+cleanup(_) ->
+    stopped = mnesia:stop().
+
+create(Tab, Mod, Copies) ->
+    {atomic, ok} = mnesia:create_table(
+                     Tab, [{attributes, [key, val]},
+                           {frag_properties, [{n_fragments, 8}, {hash_module, Mod},
+                                              {node_pool, [node()]}, {Copies, 1}]}]),
+    ok = mnesia:activity(transaction,
+                         fun() ->
+                                 [mnesia:write({Tab, K, K * 3}) || K <- lists:seq(1, ?RECORDS)],
+                                 ok
+                         end, [], mnesia_frag).
+
+distribution(Tab, Mod, Copies) ->
+    create(Tab, Mod, Copies),
+    D = fraghash_frag:distribution(Tab),
+    #{records := M, n_fragments := N, fragments := Frags} = D,
+    ?assertEqual(?RECORDS, M),
+    ?assertEqual(8, N),
+    ?assertEqual(lists:seq(1, 8), [maps:get(fragment, F) || F <- Frags]),
+    Storage = case Copies of
+                  n_disc_copies -> disc_copies;
+                  n_disc_only_copies -> disc_only_copies
+              end,
+    Counts = [begin
+                  #{table := T, records := R, bytes := B, storage := S} = F,
+                  ?assertEqual(mnesia:table_info(T, size), R),
+                  ?assertEqual(Storage, S),
+                  ?assert(B > 0),
+                  R
+              end || F <- Frags],
+    ?assertEqual(M, lists:sum(Counts)),
+    ?assertEqual(lists:sum([maps:get(bytes, F) || F <- Frags]), maps:get(bytes, D)),
+    Mean = M / N,
+    ?assertEqual(Mean, maps:get(mean, D)),
+    Sd = math:sqrt(lists:sum([(C - Mean) * (C - Mean) || C <- Counts]) / N),
+    ?assert(abs(Sd - maps:get(stddev, D)) < 1.0e-9),
+    %% sqrt(8000 * 1/8 * 7/8) = sqrt(875)
+    ?assert(abs(math:sqrt(875) - maps:get(binomial_floor, D)) < 1.0e-9),
+    ?assertEqual(lists:min(Counts), maps:get(min, D)),
+    ?assertEqual(lists:max(Counts), maps:get(max, D)),
+    ?assert(abs(lists:max(Counts) / Mean - maps:get(max_over_mean, D)) < 1.0e-9).
+
+info() ->
+    Slots = fraghash_frag:info(dist_slots),
+    ?assertMatch(#{hash_module := mnesia_frag_slots, n_fragments := 8, scheme := slots,
+                   state := #{spec := <<"slots">>, fragments := 8}}, Slots),
+    %% The state Mnesia copies per operation stays a small heap term.
+    ?assert(maps:get(hash_state_bytes, Slots) < 512),
+    Default = fraghash_frag:info(dist_default),
+    ?assertMatch(#{hash_module := mnesia_frag_hash, n_fragments := 8}, Default),
+    ?assertNot(maps:is_key(scheme, Default)),
+    {atomic, ok} = fraghash_frag:add_frag(dist_slots, [node()]),
+    ?assertMatch(#{n_fragments := 9, state := #{fragments := 9}},
+                 fraghash_frag:info(dist_slots)).

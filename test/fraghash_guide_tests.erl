@@ -1,0 +1,61 @@
+%% @doc Runs the first session of docs/mnesia.md, as written there, in a
+%% fresh node with its own Mnesia directory, so the guide cannot drift from
+%% what the code does.
+%%
+%% The session is the first ```erlang block after the line that names this
+%% module. Its expressions are evaluated in order, as the shell would (a
+%% failed match fails the test). Needs a distributed node and
+%% `FRAGHASH_TEST_DIR' (scripts/test-mnesia.sh sets both up); the guide is
+%% read from `docs/mnesia.md' under the current directory (rebar3 runs the
+%% tests from the repository root) or under `$FRAGHASH_ROOT'.
+-module(fraghash_guide_tests).
+
+-include_lib("eunit/include/eunit.hrl").
+
+guide_session_test_() ->
+    {timeout, 300, {"docs/mnesia.md: the first session runs as written",
+                    fun first_session/0}}.
+
+first_session() ->
+    Exprs = parse(session_block(read_guide())),
+    ?assert(length(Exprs) >= 10),
+    Dir = filename:join(os:getenv("FRAGHASH_TEST_DIR"), "guide_mnesia"),
+    Ebin = filename:dirname(code:which(fraghash_nif)),
+    Name = list_to_atom("fraghash_guide_" ++ os:getpid()),
+    {ok, Peer, Node} = peer:start(#{name => Name, host => "localhost",
+                                    args => ["-pa", Ebin, filename:dirname(code:which(?MODULE)),
+                                             "-mnesia", "dir", "\"" ++ Dir ++ "\""]}),
+    ok = file:write_file(filename:join(os:getenv("FRAGHASH_TEST_DIR"), "peer.pids"),
+                         [rpc:call(Node, os, getpid, []), "\n"], [append]),
+    try
+        ok = rpc:call(Node, fraghash_mnesia_tests, quiet_overload, []),
+        Result = rpc:call(Node, erl_eval, exprs, [Exprs, erl_eval:new_bindings()],
+                          240000),
+        ?assertMatch({value, ok, _}, Result)
+    after
+        peer:stop(Peer)
+    end.
+
+read_guide() ->
+    Root = case os:getenv("FRAGHASH_ROOT") of
+               false -> ".";
+               R -> R
+           end,
+    {ok, Text} = file:read_file(filename:join([Root, "docs", "mnesia.md"])),
+    binary_to_list(Text).
+
+%% The lines between the first "```erlang" after the marker and the next "```".
+session_block(Text) ->
+    Lines = string:split(Text, "\n", all),
+    AfterMarker = lists:dropwhile(
+                    fun(L) -> string:find(L, atom_to_list(?MODULE)) =:= nomatch end,
+                    Lines),
+    ?assertNotEqual([], AfterMarker),
+    [_ | FromFence] = lists:dropwhile(fun(L) -> L =/= "```erlang" end, AfterMarker),
+    Body = lists:takewhile(fun(L) -> L =/= "```" end, FromFence),
+    lists:flatten(lists:join("\n", Body)).
+
+parse(Source) ->
+    {ok, Tokens, _} = erl_scan:string(Source),
+    {ok, Exprs} = erl_parse:parse_exprs(Tokens),
+    Exprs.
