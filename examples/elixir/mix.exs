@@ -17,7 +17,7 @@ defmodule FraghashExample.MixProject do
 
   # fraghash is a rebar3 application; its build hook compiles the NIF with
   # cargo. From git instead of a path:
-  #   {:fraghash, git: "https://.../fraghash.git", branch: "main", manager: :rebar3}
+  #   {:fraghash, git: "<repository URL>", branch: "main", manager: :rebar3}
   defp deps do
     [{:fraghash, path: "../..", manager: :rebar3}]
   end
