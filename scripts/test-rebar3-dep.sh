@@ -115,11 +115,11 @@ grow_and_read_back() ->
                                              mnesia:read(item, K) =/= [#item{key = K, value = K * K}]]
                               end, [], mnesia_frag),
     ?assertEqual([], Missing),
+    %% Reads route through the hash, so a total of exactly ?N also shows
+    %% that no record was left behind as a stale copy in its old fragment.
     Sizes = [mnesia:table_info(F, size) || F <- frag_names(item)],
     ?assertEqual(?N, lists:sum(Sizes)),
     %% Every fragment got records.
-    %% (Reads route through the hash, so the sum being ?N also shows that
-    %% no record was left behind as a stale copy in its old fragment.)
     ?assertEqual([], [S || S <- Sizes, S =:= 0]),
     io:format(user, "~nrecords per fragment after growing 4 -> 8: ~w~n", [Sizes]),
     stopped = mnesia:stop().
