@@ -3,16 +3,21 @@
 #   1. every Rust crate (release mode, so the statistical and crash tests run
 #      at full size quickly);
 #   2. the Erlang application's EUnit tests in real Mnesia (rebar3; needs
-#      erlang-nox, erlang-dev and rebar3).
+#      erlang-nox, erlang-dev and rebar3);
+#   3. a throwaway rebar3 project that depends on this repository by git
+#      (the committed HEAD) and grows a table with it;
+#   4. the Elixir example's ExUnit tests and docs/elixir.md's session (elixir).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo test --release --workspace
 
-for tool in erl rebar3; do
+for tool in erl rebar3 mix git; do
     if ! command -v "$tool" >/dev/null 2>&1; then
-        echo "error: $tool is not installed; the Mnesia tests need it: apt-get install -y erlang-nox erlang-dev rebar3" >&2
+        echo "error: $tool is not installed; the Erlang and Elixir tests need it: apt-get install -y erlang-nox erlang-dev rebar3 elixir git" >&2
         exit 1
     fi
 done
 scripts/test-mnesia.sh
+scripts/test-rebar3-dep.sh
+scripts/test-elixir.sh
