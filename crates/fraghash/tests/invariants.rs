@@ -34,7 +34,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => any::<u32>().prop_map(Op::Remove),
         2 => Just(Op::RemoveLast),
         1 => any::<u32>().prop_map(Op::Split),
-        1 => (any::<u32>(), 1u32..4).prop_map(|(f, w)| Op::Weight(f, w)),
+        1 => (any::<u32>(), prop_oneof![1u32..4, Just(u32::MAX)]).prop_map(|(f, w)| Op::Weight(f, w)),
         1 => (1u32..4, prop_oneof![Just(1u32), 1u32..300]).prop_map(|(d, w)| Op::AddLimited(d, w)),
         1 => any::<u64>().prop_map(Op::Rebalance),
     ]
@@ -172,6 +172,12 @@ proptest! {
             match apply(&mut s, op) {
                 Ok(plan) => {
                     check_plan(&old, &s, &plan, seed ^ i as u64)?;
+                    if let Op::AddLimited(d, _) = op {
+                        prop_assert!(plan.sources().len() <= *d as usize, "{} donors, max {}", plan.sources().len(), d);
+                    }
+                    if let Some(slots) = s.as_slots() {
+                        prop_assert!(slots.slots_per_fragment().iter().all(|&c| c >= 1), "a fragment owns no slot after {:?}", op);
+                    }
                     if !matches!(op, Op::Add | Op::Remove(_) | Op::RemoveLast) {
                         balanced_ops_only = false;
                     }

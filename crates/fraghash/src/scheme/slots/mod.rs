@@ -88,6 +88,23 @@ impl Slots {
 
     /// One fragment per weight, each owning one contiguous block of slots in
     /// proportion to its weight.
+    ///
+    /// Every fragment owns at least one slot, whatever the weights: a
+    /// fragment whose share is below one slot (weights 1 and 1,000,000 over
+    /// 512 slots) gets one, taken from the largest share, so each fragment
+    /// holds some keys. A weight of 0 is refused.
+    ///
+    /// ```
+    /// use fraghash::scheme::slots::Slots;
+    ///
+    /// let s = Slots::with_weights(&[1, 2, 1])?;
+    /// let c = s.slots_per_fragment();
+    /// assert_eq!(c[1], c[0] + c[2]);
+    /// let extreme = Slots::with_weights(&[1, 1_000_000])?;
+    /// assert_eq!(extreme.slots_per_fragment()[0], 1);
+    /// assert!(Slots::with_weights(&[1, 0]).is_err());
+    /// # Ok::<(), fraghash::SchemeError>(())
+    /// ```
     pub fn with_weights(weights: &[u32]) -> Result<Slots, SchemeError> {
         let n = u32::try_from(weights.len()).unwrap_or(u32::MAX);
         if n == 0 {
@@ -232,14 +249,33 @@ impl Slots {
         self.add_limited(weight, u32::MAX)
     }
 
-    /// Adds a fragment of weight `weight` that takes its whole share from at
-    /// most `max_donors` fragments (those most above their target).
+    /// Adds a fragment of weight `weight` that takes its share of slots from
+    /// at most `max_donors` fragments: those most above their target (ties
+    /// to the lower id).
     ///
     /// This is the trade-off for stores that cannot read a hash range and
     /// must scan every donor in full (Mnesia): fewer donors, fewer fragments
     /// scanned, but the donors end up below their share until later adds
     /// take from the others. `max_donors = 1` behaves like splitting the
     /// most loaded fragment; `u32::MAX` is [`Slots::add_weighted`].
+    ///
+    /// The plan never has more than `max_donors` sources. Every donor keeps
+    /// at least one slot, so when the donors allowed cannot give the whole
+    /// share (a heavy new fragment, or one donor for a share the size of a
+    /// fragment's), the new fragment takes what they can give and stays
+    /// below its target until a [`Slots::set_weight`] or
+    /// [`Slots::rebalance`] evens it out. `max_donors = 0` is refused.
+    ///
+    /// ```
+    /// use fraghash::scheme::slots::Slots;
+    /// use fraghash::FragmentScheme;
+    ///
+    /// let mut s = Slots::new(20)?;
+    /// let plan = s.add_limited(1, 2)?;
+    /// assert!(plan.sources().len() <= 2);
+    /// assert_eq!(s.slots_per_fragment()[20], s.target_slots()[20]);
+    /// # Ok::<(), fraghash::SchemeError>(())
+    /// ```
     pub fn add_limited(
         &mut self,
         weight: u32,
@@ -258,18 +294,22 @@ impl Slots {
         self.weights.push(weight);
         let targets = self.target_slots();
         let counts = self.slots_per_fragment();
-        let mut surplus: Vec<i64> = (0..before as usize)
+        let surplus: Vec<i64> = (0..before as usize)
             .map(|i| counts[i] as i64 - targets[i] as i64)
+            .collect();
+        // A donor keeps at least one slot, so no fragment is left empty;
+        // fragments outside the `max_donors` chosen give nothing.
+        let mut caps: Vec<u64> = counts[..before as usize]
+            .iter()
+            .map(|c| c.saturating_sub(1))
             .collect();
         if (max_donors as usize) < surplus.len() {
             let mut order: Vec<usize> = (0..surplus.len()).collect();
             order.sort_by(|&a, &b| surplus[b].cmp(&surplus[a]).then(a.cmp(&b)));
             for &i in &order[max_donors as usize..] {
-                surplus[i] = i64::MIN / 2;
+                caps[i] = 0;
             }
         }
-        // A donor keeps at least one slot, so no fragment is left empty.
-        let caps: Vec<u64> = counts.iter().map(|c| c.saturating_sub(1)).collect();
         let gives = greedy_take(&surplus, &caps, targets[before as usize]);
         let runs = self.runs();
         for (donor, &g) in gives.iter().enumerate() {
@@ -477,7 +517,10 @@ fn check_weights(weights: &[u32]) -> Result<(), SchemeError> {
 }
 
 /// Splits `total` slots in proportion to `weights` by largest remainder
-/// (ties to the lower id), so the targets sum to `total` exactly.
+/// (ties to the lower id), so the targets sum to `total` exactly. Every
+/// positive weight gets at least one slot (taken from the largest target,
+/// ties to the lower id); a weight of 0 gets none. `total` is at least the
+/// number of weights (64 slots per fragment or more), so this always fits.
 pub(crate) fn targets(weights: &[u32], total: u64) -> Vec<u64> {
     let w_sum: u128 = weights.iter().map(|&w| u128::from(w)).sum();
     if w_sum == 0 {
@@ -494,6 +537,17 @@ pub(crate) fn targets(weights: &[u32], total: u64) -> Vec<u64> {
     rems.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     for &(_, i) in rems.iter().take(left as usize) {
         out[i] += 1;
+    }
+    for (i, &w) in weights.iter().enumerate() {
+        if w > 0 && out[i] == 0 {
+            let largest = (0..out.len())
+                .max_by(|&a, &b| out[a].cmp(&out[b]).then(b.cmp(&a)))
+                .expect("non-empty");
+            if out[largest] > 1 {
+                out[largest] -= 1;
+                out[i] = 1;
+            }
+        }
     }
     out
 }
