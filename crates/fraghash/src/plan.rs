@@ -172,7 +172,34 @@ pub struct Renumber {
     pub to: u32,
 }
 
-/// The exact description of which keys an operation moves.
+/// The exact description of which keys an operation moves (see the
+/// [module docs](self) for what it promises for range and filter plans).
+///
+/// ```
+/// use fraghash::{AnyScheme, FragmentScheme, PlanKind, Renumber};
+///
+/// // A range plan: removing fragment 3 of 10 from `slots`.
+/// let mut slots = AnyScheme::new("slots", 10)?;
+/// let plan = slots.remove_fragment(3)?;
+/// assert_eq!(plan.kind, PlanKind::Remove { fragment: 3 });
+/// assert_eq!((plan.fragments_before, plan.fragments_after), (10, 9));
+/// assert!(plan.is_range_plan());
+/// assert_eq!(plan.sources(), vec![3]); // only fragment 3 loses keys
+/// // The last fragment takes the removed one's id.
+/// assert_eq!(plan.renumber, Some(Renumber { from: 9, to: 3 }));
+/// assert_eq!(plan.old_to_new(9), Some(3));
+/// assert_eq!(plan.old_to_new(3), None);
+/// assert_eq!(plan.new_to_old(3), 9);
+///
+/// // A filter plan: a `jump` add scans every fragment.
+/// let mut jump = AnyScheme::new("jump", 10)?;
+/// let plan = jump.add_fragment()?;
+/// assert!(!plan.is_range_plan());
+/// assert_eq!(plan.sources(), (0..10).collect::<Vec<u32>>());
+/// // Reading it costs every key of every fragment (100 keys each here).
+/// assert_eq!(plan.keys_scanned(|_| 100, |_| 0), 1000);
+/// # Ok::<(), fraghash::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MigrationPlan {
     /// What happened.

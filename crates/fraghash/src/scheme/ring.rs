@@ -25,6 +25,28 @@ use crate::plan::{diff_ownership, MigrationPlan, Ownership, PlanKind, Renumber};
 use crate::state::{self, tag};
 
 /// A consistent-hash ring.
+///
+/// ```
+/// use fraghash::scheme::ring::Ring;
+/// use fraghash::{key_hash, FragmentScheme, Renumber};
+///
+/// let mut ring = Ring::new(6, 100)?;
+/// let hashes: Vec<u64> = (0..5000u32).map(|i| key_hash(&i.to_le_bytes())).collect();
+/// let before: Vec<u32> = hashes.iter().map(|&h| ring.locate(h)).collect();
+///
+/// // Remove fragment 0: its arcs go to the next points on the ring, and
+/// // fragment 5 takes id 0 (its points stay where they were).
+/// let plan = ring.remove_fragment(0)?;
+/// assert!(plan.is_range_plan());
+/// assert_eq!(plan.renumber, Some(Renumber { from: 5, to: 0 }));
+/// for (&h, &old) in hashes.iter().zip(&before) {
+///     assert_eq!(plan.covers(h, old), old == 0); // exactly the keys of 0
+///     assert_eq!(plan.destination(h, old), Some(ring.locate(h)));
+/// }
+/// assert_eq!(ring.spec(), "ring");
+/// assert_eq!(Ring::new(3, 7)?.spec(), "ring:7");
+/// # Ok::<(), fraghash::SchemeError>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct Ring {
     points_per_fragment: u32,

@@ -53,6 +53,35 @@ use crate::plan::{diff_ownership, HashRange, MigrationPlan, Ownership, PlanKind,
 use crate::state::{self, tag};
 
 /// The slot-table scheme.
+///
+/// ```
+/// use fraghash::scheme::slots::Slots;
+/// use fraghash::{key_hash, FragmentScheme};
+///
+/// let mut slots = Slots::new(10)?;
+/// assert_eq!(slots.slot_count(), 8192); // 2^13: 819 or 820 per fragment
+/// let h = key_hash(b"user:42");
+/// assert_eq!(slots.locate(h), slots.table()[slots.slot_of(h)]);
+///
+/// // An add takes the new fragment's share from the fullest fragments.
+/// let plan = slots.add_fragment()?;
+/// assert_eq!(slots.slots_per_fragment(), slots.target_slots());
+/// assert!(plan.moves.iter().all(|m| m.from() < 10));
+///
+/// // Split fragment 2 in two, give fragment 0 twice the share, then
+/// // remove fragment 4: each a range plan naming exactly what moves.
+/// let old = slots.locate(h);
+/// let plan = slots.split(2)?;
+/// assert_eq!(plan.sources(), vec![2]);
+/// assert_eq!(plan.destination(h, old), Some(slots.locate(h)));
+/// slots.set_weight(0, 2)?;
+/// let c = slots.slots_per_fragment();
+/// assert!(c[0].abs_diff(2 * c[1]) <= 2);
+/// let old = slots.locate(h);
+/// let plan = slots.remove_fragment(4)?;
+/// assert_eq!(plan.destination(h, old), Some(slots.locate(h)));
+/// # Ok::<(), fraghash::SchemeError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Slots {
     bits: u32,
