@@ -1,4 +1,6 @@
-//! `ring`: the write-ups' consistent-hash ring, `P` points per fragment.
+//! `ring`: a consistent-hash ring, `P` points per fragment, as in Igor
+//! Ribeiro Sucupira's posts "Consistent hashing for Mnesia fragments"
+//! (2009), where `P` is 100.
 //!
 //! Each fragment has a *token* (its id when it was added) and `P` points at
 //! positions `xxh3_64(token ‖ point)`. A key belongs to the first point at or
@@ -79,7 +81,8 @@ struct RingState {
 }
 
 impl Ring {
-    /// Points per fragment when the spec does not say (as in the write-ups).
+    /// Points per fragment when the spec does not say (100, as in the posts
+    /// the module docs name).
     pub const DEFAULT_POINTS: u32 = 100;
     /// Most points per fragment.
     pub const MAX_POINTS: u32 = 10_000;
