@@ -143,6 +143,19 @@ fn typical_recipes_fit_a_heap_binary() {
     assert_eq!(r.fragments(), 4000 + 56 - 20 + 300 - 7 + 1 + 1000);
 }
 
+/// A state in the version-1 layout of the core's state format: the same
+/// header and body as version 2, without the trailing checksum. The golden
+/// digests were taken over version-1 states; digesting this form keeps
+/// them comparing what the tables are (the body), whatever the envelope.
+fn as_version_1(state: &[u8]) -> Vec<u8> {
+    assert_eq!(&state[4..6], &[2, 0], "the core writes version 2");
+    let mut v1 = state[..state.len() - 8].to_vec();
+    v1[4] = 1;
+    let decoded = fraghash::AnyScheme::from_state_bytes(&v1).expect("the body reads as version 1");
+    assert_eq!(decoded.to_state_bytes(), state);
+    v1
+}
+
 /// What recipes build to is part of the stored format.
 #[test]
 fn golden() {
@@ -157,7 +170,7 @@ fn golden() {
         .iter()
         .map(|(spec, n, w)| {
             let s = Recipe::new(spec, *n, w).unwrap().build().unwrap();
-            hex(digest(&s.to_state_bytes()))
+            hex(digest(&as_version_1(&s.to_state_bytes())))
         })
         .collect();
     for spec in ["slots", "ring"] {
@@ -165,7 +178,9 @@ fn golden() {
         for op in [ADD; 56].into_iter().chain([Op::DelLast; 50]) {
             r.push(op);
         }
-        got.push(hex(digest(&r.build().unwrap().to_state_bytes())));
+        got.push(hex(digest(&as_version_1(
+            &r.build().unwrap().to_state_bytes(),
+        ))));
     }
     assert_eq!(got, GOLDEN, "recipes now build differently: bump MAGIC");
 }

@@ -85,6 +85,30 @@ pub struct TableStats {
 /// fragment by fragment, so a crash or an error may leave some fragments'
 /// part applied and others not. Within a batch, a later write of the same
 /// key wins.
+///
+/// ```
+/// use fraghash_store::{Table, TableOptions, WriteBatch};
+///
+/// let dir = tempfile::tempdir()?;
+/// let options = TableOptions { scheme: "slots".into(), fragments: 4, dirs: vec![] };
+/// let table = Table::create(dir.path().join("t"), &options)?;
+/// table.put(b"old", b"gone soon")?;
+///
+/// let mut batch = WriteBatch::new();
+/// for i in 0..100u32 {
+///     batch.put(format!("user:{i}"), i.to_string());
+/// }
+/// batch.put("user:7", "seven").delete("old"); // the later write of a key wins
+/// assert_eq!(batch.len(), 102);
+/// table.write_batch(&batch)?;
+///
+/// assert_eq!(table.len(), 100);
+/// assert_eq!(table.get(b"user:7")?, Some(b"seven".to_vec()));
+/// assert_eq!(table.get(b"old")?, None);
+/// batch.clear();
+/// assert!(batch.is_empty());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct WriteBatch {
     ops: Vec<(Vec<u8>, Option<Vec<u8>>)>,
@@ -136,7 +160,42 @@ pub(crate) struct Inner {
 }
 
 /// A durable fragmented table. Cheap to clone; `Send + Sync`: share it
-/// between threads. See the [crate docs](crate) for an example.
+/// between threads. See also the [crate docs](crate).
+///
+/// A migration (adding, splitting, removing or rebalancing fragments) runs
+/// in the thread that calls it, while other threads holding a clone keep
+/// reading and writing:
+///
+/// ```
+/// use fraghash_store::{Table, TableOptions};
+///
+/// let dir = tempfile::tempdir()?;
+/// let options = TableOptions { scheme: "slots".into(), fragments: 3, dirs: vec![] };
+/// let table = Table::create(dir.path().join("t"), &options)?;
+/// for i in 0..1000u32 {
+///     table.put(format!("key:{i}").as_bytes(), &i.to_le_bytes())?;
+/// }
+///
+/// // A writer thread goes on while fragment 1 of 3 is removed.
+/// let writer = {
+///     let table = table.clone();
+///     std::thread::spawn(move || -> fraghash_store::Result<()> {
+///         for i in 1000..1200u32 {
+///             table.put(format!("key:{i}").as_bytes(), &i.to_le_bytes())?;
+///         }
+///         Ok(())
+///     })
+/// };
+/// let report = table.remove_fragment(1)?;
+/// writer.join().unwrap()?;
+///
+/// assert_eq!((report.fragments_before, report.fragments_after), (3, 2));
+/// assert_eq!(table.fragments(), 2);
+/// assert_eq!(table.len(), 1200);
+/// assert_eq!(table.get(b"key:1100")?, Some(1100u32.to_le_bytes().to_vec()));
+/// assert!(table.verify()?.is_ok()); // every record sits where the scheme says
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone)]
 pub struct Table {
     pub(crate) inner: Arc<Inner>,

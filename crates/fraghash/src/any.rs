@@ -16,13 +16,19 @@ use crate::state::{self, tag};
 ///
 /// The accepted forms are listed in [`crate::error::VALID_SPECS`]:
 /// `linear`, `ring` (100 points per fragment), `ring:<points>`, `jump`,
-/// `slots`. Parsing is case-sensitive and ignores surrounding whitespace.
+/// `slots`. Parsing is case-sensitive and ignores surrounding whitespace
+/// (so a list like `"linear, slots"` splits on commas alone). The points
+/// are written in plain decimal: no sign, no leading zero, 1 to 10,000.
+/// `ring:100` is accepted and displays as `ring`. Weighted `slots` are
+/// built with [`AnyScheme::with_weights`].
 ///
 /// ```
 /// use fraghash::SchemeSpec;
 /// assert_eq!("ring:1000".parse::<SchemeSpec>().unwrap(), SchemeSpec::Ring { points: 1000 });
 /// assert_eq!("ring".parse::<SchemeSpec>().unwrap().to_string(), "ring");
 /// assert!("rings".parse::<SchemeSpec>().is_err());
+/// assert!("ring:+100".parse::<SchemeSpec>().is_err());
+/// assert!("ring:0100".parse::<SchemeSpec>().is_err());
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SchemeSpec {
@@ -88,6 +94,13 @@ impl FromStr for SchemeSpec {
             "slots" => Ok(SchemeSpec::Slots),
             _ => {
                 let p = t.strip_prefix("ring:").ok_or_else(err)?;
+                // Canonical decimal only: `u32::from_str` would also take a
+                // sign and leading zeros, so one ring would have many names.
+                let canonical =
+                    !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) && !p.starts_with('0');
+                if !canonical {
+                    return Err(err());
+                }
                 let points: u32 = p.parse().map_err(|_| err())?;
                 if points == 0 || points > Ring::MAX_POINTS {
                     return Err(err());
@@ -148,6 +161,34 @@ impl AnyScheme {
     pub fn new(spec: &str, fragments: u32) -> Result<AnyScheme, crate::Error> {
         let spec: SchemeSpec = spec.parse()?;
         Ok(AnyScheme::from_spec(spec, fragments)?)
+    }
+
+    /// A weighted scheme: one fragment per weight, each with a share of the
+    /// keys in proportion to its weight. Only `slots` has weights; another
+    /// spec gives [`SchemeError::Unsupported`], a weight of 0 or an empty
+    /// list [`SchemeError::InvalidArgument`] or
+    /// [`SchemeError::ZeroFragments`]. See [`Slots::with_weights`].
+    ///
+    /// ```
+    /// use fraghash::{AnyScheme, FragmentScheme};
+    ///
+    /// let s = AnyScheme::with_weights("slots", &[2, 1, 1])?;
+    /// assert_eq!(s.fragments(), 3);
+    /// assert_eq!(s.as_slots().unwrap().weights(), &[2, 1, 1]);
+    /// // The state keeps the weights: a decoded copy is the same scheme.
+    /// assert_eq!(AnyScheme::from_state_bytes(&s.to_state_bytes())?, s);
+    /// assert!(AnyScheme::with_weights("ring", &[2, 1]).is_err());
+    /// # Ok::<(), fraghash::Error>(())
+    /// ```
+    pub fn with_weights(spec: &str, weights: &[u32]) -> Result<AnyScheme, crate::Error> {
+        match spec.parse::<SchemeSpec>()? {
+            SchemeSpec::Slots => Ok(AnyScheme::Slots(Slots::with_weights(weights)?)),
+            other => Err(SchemeError::Unsupported {
+                scheme: other.name(),
+                operation: "weights",
+            }
+            .into()),
+        }
     }
 
     /// A scheme from a parsed spec, with `fragments` fragments.
@@ -266,5 +307,68 @@ impl FragmentScheme for AnyScheme {
 
     fn to_state_bytes(&self) -> Vec<u8> {
         each!(self, s => s.to_state_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One name per scheme: signs, leading zeros, empty or out-of-range
+    /// point counts are refused; surrounding whitespace is not part of the
+    /// spec.
+    #[test]
+    fn only_canonical_specs_parse() {
+        for bad in [
+            "ring:+100",
+            "ring:0100",
+            "ring:00",
+            "ring:0",
+            "ring:",
+            "ring:-1",
+            "ring: 100",
+            "ring:1e3",
+            "ring:10001",
+            "ring:4294967296",
+            "Ring",
+            "slots:1",
+            "ring:١٠٠",
+        ] {
+            assert!(bad.parse::<SchemeSpec>().is_err(), "{bad:?} parsed");
+        }
+        for (good, points) in [
+            ("ring:1", 1),
+            ("ring:100", 100),
+            ("ring:10000", 10_000),
+            (" ring:7 ", 7),
+        ] {
+            assert_eq!(good.parse::<SchemeSpec>(), Ok(SchemeSpec::Ring { points }));
+        }
+        for spec in ["linear", "ring", "ring:7", "jump", "slots"] {
+            let parsed: SchemeSpec = spec.parse().unwrap();
+            assert_eq!(parsed.to_string(), spec);
+        }
+    }
+
+    #[test]
+    fn weighted_slots_only() {
+        let s = AnyScheme::with_weights("slots", &[3, 1]).unwrap();
+        let c = s.as_slots().unwrap().slots_per_fragment();
+        assert_eq!(c[0], 3 * c[1]);
+        for spec in ["linear", "ring", "jump"] {
+            assert!(matches!(
+                AnyScheme::with_weights(spec, &[1, 1]),
+                Err(crate::Error::Scheme(SchemeError::Unsupported { .. }))
+            ));
+        }
+        assert!(matches!(
+            AnyScheme::with_weights("slots", &[]),
+            Err(crate::Error::Scheme(SchemeError::ZeroFragments))
+        ));
+        assert!(matches!(
+            AnyScheme::with_weights("slots", &[1, 0]),
+            Err(crate::Error::Scheme(SchemeError::InvalidArgument(_)))
+        ));
+        assert!(AnyScheme::with_weights("nope", &[1]).is_err());
     }
 }

@@ -68,21 +68,23 @@ pub enum SchemeError {
 /// Scheme state bytes could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum StateError {
-    /// The bytes do not start with the fraghash state magic.
+    /// The bytes are empty or do not start with the fraghash state magic.
     #[error("not a fraghash scheme state (bad magic); the bytes come from something else")]
     Foreign,
     /// Written by a newer (or unknown) format version.
-    #[error("scheme state format version {found} is not supported (this build reads version {supported})")]
+    #[error("scheme state format version {found} is not supported (this build reads versions 1 to {supported}); was it written by a newer fraghash?")]
     UnsupportedVersion {
         /// Version in the bytes.
         found: u16,
-        /// Version this build reads.
+        /// The newest version this build reads (it reads every version
+        /// from [`crate::state::OLDEST_READABLE_VERSION`] to this one).
         supported: u16,
     },
     /// The scheme tag is not one this build knows.
     #[error("unknown scheme tag {0} in scheme state")]
     UnknownScheme(u8),
-    /// The body is truncated or malformed.
+    /// The bytes start like a state but are truncated, malformed or fail
+    /// their checksum.
     #[error("corrupt scheme state: {0}")]
     Corrupt(String),
     /// The body decoded but breaks an invariant (an owner out of range...).

@@ -28,8 +28,10 @@ impl SplitMix64 {
 
 const ALPHABET: &[u8; 36] = b"abcdefghijklmnopqrstuvwxyz0123456789";
 
-/// Random short strings like the write-ups': length 5 to 15, over `a`–`z`
-/// and `0`–`9`.
+/// Random short strings, standing in for the "random short strings" of Igor
+/// Ribeiro Sucupira's posts "Consistent hashing for Mnesia fragments"
+/// (2009), which do not say their length or alphabet: here length 5 to 15,
+/// over `a`–`z` and `0`–`9`.
 ///
 /// ```
 /// let mut g = fraghash::keys::ShortKeys::new(7);

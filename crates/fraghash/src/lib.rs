@@ -13,13 +13,12 @@
 //! | [`slots`](scheme::slots) (default) | O(1) | exactly the slots taken | any | sampling floor |
 //!
 //! Every scheme places a key by its hash `h = key_hash(key)` alone. Every
-//! add or remove returns a [`MigrationPlan`] that covers a key if and only if
-//! the key changes fragment.
+//! add or remove returns a [`MigrationPlan`] saying which keys move.
 //!
 //! # Example
 //!
 //! ```
-//! use fraghash::{key_hash, AnyScheme, FragmentScheme, Move};
+//! use fraghash::{key_hash, AnyScheme, FragmentScheme};
 //!
 //! // 50 fragments with the default scheme.
 //! let mut scheme = AnyScheme::new("slots", 50)?;
@@ -32,21 +31,57 @@
 //! assert!(plan.is_range_plan());
 //! let after = scheme.locate(h);
 //! assert!(after == before || after == 50);
+//! // The plan alone says where the key is now, and whether it moved.
+//! assert_eq!(plan.destination(h, before), Some(after));
 //! assert_eq!(plan.covers(h, before), after != before);
+//!
+//! // Remove fragment 7: its keys move, and fragment 50 takes id 7. Ids
+//! // change, so compare through `destination`, not `after != before`.
+//! let plan = scheme.remove_fragment(7)?;
+//! assert_eq!(plan.destination(h, after), Some(scheme.locate(h)));
 //!
 //! // The state is plain bytes: another process places keys identically.
 //! let copy = AnyScheme::from_state_bytes(&scheme.to_state_bytes())?;
-//! assert_eq!(copy.locate(h), after);
+//! assert_eq!(copy.locate(h), scheme.locate(h));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! `examples/apply_plans.rs` applies plans of every kind to a store of its
+//! own (a `HashMap` per fragment).
+//!
+//! # The contract of a plan
+//!
+//! Moves name fragments in the numbering *before* the operation.
+//!
+//! - **Range plans** (`ring`, `slots`, and every `slots` split, weight
+//!   change and rebalance) list hash ranges per (source, destination):
+//!   [`MigrationPlan::covers`]`(h, old)` is true **if and only if** the key
+//!   changes fragment, so a store keyed by hash reads exactly the keys that
+//!   move.
+//! - **Filter plans** (`linear`, `jump`) name the fragments that can lose
+//!   keys: `covers(h, old)` is true for **every** key of a filtered
+//!   fragment, a superset of the keys that move, and no key of another
+//!   fragment moves. A store scans the filtered fragments and moves each
+//!   key whose fragment changed under the new scheme.
+//! - **Renumbering**: removing a fragment other than the last gives the
+//!   last fragment its id ([`MigrationPlan::renumber`]), so ids stay
+//!   `0..N`. [`MigrationPlan::destination`]`(h, old)` gives a key's fragment
+//!   after the operation in the new numbering: always for range plans
+//!   (`new.locate(h) == destination(h, old.locate(h))`), and outside the
+//!   filtered fragments for filter plans (inside them it is `None`: the new
+//!   scheme's `locate` decides).
+//!
+//! Property tests check each of these over random schemes, operations and
+//! keys (`tests/invariants.rs`, `tests/destination.rs`).
 //!
 //! # Limits
 //!
 //! - Fragment ids are `u32`; each scheme has a maximum fragment count
 //!   ([`SchemeSpec::max_fragments`]): `slots` 262,144; `ring` 2^24 points in
 //!   all; `linear` 2^31; `jump` 2^20 (its add plan names every fragment).
-//! - The state format is versioned ([`state::FORMAT_VERSION`]); decoding
-//!   never panics on arbitrary bytes.
+//! - The state format is versioned ([`state::FORMAT_VERSION`]) and ends
+//!   with a checksum, so damaged bytes give an error, not another
+//!   placement; decoding never panics on arbitrary bytes.
 
 #![warn(missing_docs)]
 

@@ -1,15 +1,38 @@
 //! Migration plans: what an add, remove, split or rebalance moves.
 //!
-//! A plan is exact: a key changes fragment if and only if the plan covers it.
-//! Range plans (`ring`, `slots`) list the hash ranges that move, so a store
-//! keyed by hash reads only the records that move. Filter plans (`linear`,
-//! `jump`) name the fragments that can lose keys; a store scans those and
-//! moves every key whose fragment changed.
+//! # The contract
 //!
-//! Fragment ids in a plan are the ids *before* the operation. When a removal
-//! renumbers the last fragment into the removed one's place (so ids stay
-//! `0..N`), [`MigrationPlan::renumber`] says so; it is applied after the moves
-//! and moves no record.
+//! Fragment ids in [`MigrationPlan::moves`] are the ids *before* the
+//! operation (the old numbering). What a plan promises depends on its kind:
+//!
+//! - **Range plans** (`ring`, `slots`: every move is a [`Move::Ranges`]) are
+//!   exact: [`MigrationPlan::covers`]`(h, old)` is true **if and only if**
+//!   the key changes fragment, and the move names where it goes. A store
+//!   keyed by hash reads only the records that move.
+//! - **Filter plans** (`linear`, `jump`: moves are [`Move::Filter`]) name
+//!   the fragments that can lose keys. `covers(h, old)` is true for
+//!   **every** key of a filtered fragment, whether it moves or not: a
+//!   superset of the keys that move. No key outside a filtered fragment
+//!   moves. A store scans each filtered fragment and moves the keys whose
+//!   fragment changed. For example a `jump` add from 50 to 51 fragments
+//!   covers every key, while about 1 in 51 moves.
+//!
+//! # Renumbering and where a key goes
+//!
+//! A removal keeps ids dense (`0..N`): when the removed fragment is not the
+//! last, the last fragment takes its id ([`MigrationPlan::renumber`]). Its
+//! keys stay where they are; only the name changes. So after removing
+//! fragment 3 of 10, a key that never moved may have a new id (9 became 3),
+//! and comparing ids across the operation (`after != before`) is wrong for
+//! exactly those keys.
+//!
+//! [`MigrationPlan::destination`] answers "where is this key after the
+//! operation, in the new numbering" from the plan alone, for every key of a
+//! range plan and for every key outside the filtered fragments of a filter
+//! plan. For a key of a filtered fragment only the new scheme can tell
+//! (`None`: ask its [`locate`](crate::FragmentScheme::locate)). For every
+//! key, `new_scheme.locate(h)` equals
+//! `plan.destination(h, old_scheme.locate(h))` whenever that is `Some`.
 
 use serde::{Deserialize, Serialize};
 
@@ -41,7 +64,27 @@ impl HashRange {
     }
 }
 
-/// One step of a plan.
+/// One step of a plan, in the old numbering.
+///
+/// ```
+/// use fraghash::scheme::slots::Slots;
+/// use fraghash::{key_hash, FragmentScheme, Move};
+///
+/// let mut scheme = Slots::new(4)?;
+/// let h = key_hash(b"a key");
+/// let old = scheme.locate(h);
+/// let plan = scheme.add_fragment()?;
+/// for m in &plan.moves {
+///     // Slots gives range moves: the keys of `from` in `ranges` go to `to`.
+///     let Move::Ranges { from, to, ranges } = m else { unreachable!() };
+///     assert_eq!((m.from(), *to), (*from, 4));
+///     assert_eq!(scheme.locate(ranges[0].start), 4);
+/// }
+/// // A key moves if and only if a range move from its fragment covers it.
+/// let moved = plan.moves.iter().any(|m| m.from() == old && m.covers(h));
+/// assert_eq!(moved, scheme.locate(h) != old);
+/// # Ok::<(), fraghash::SchemeError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Move {
     /// Every key of `from` whose hash lies in one of `ranges` moves to `to`.
@@ -67,6 +110,17 @@ impl Move {
     pub fn from(&self) -> u32 {
         match self {
             Move::Ranges { from, .. } | Move::Filter { from } => *from,
+        }
+    }
+
+    /// Whether a key with hash `h`, if it is in [`Move::from`], is one this
+    /// move reads: for a range move, whether `h` lies in its ranges (and
+    /// then the key moves); for a filter move, always (the key may or may
+    /// not move).
+    pub fn covers(&self, h: u64) -> bool {
+        match self {
+            Move::Ranges { ranges, .. } => ranges_contain(ranges, h),
+            Move::Filter { .. } => true,
         }
     }
 }
@@ -118,7 +172,34 @@ pub struct Renumber {
     pub to: u32,
 }
 
-/// The exact description of which keys an operation moves.
+/// The exact description of which keys an operation moves (see the
+/// [module docs](self) for what it promises for range and filter plans).
+///
+/// ```
+/// use fraghash::{AnyScheme, FragmentScheme, PlanKind, Renumber};
+///
+/// // A range plan: removing fragment 3 of 10 from `slots`.
+/// let mut slots = AnyScheme::new("slots", 10)?;
+/// let plan = slots.remove_fragment(3)?;
+/// assert_eq!(plan.kind, PlanKind::Remove { fragment: 3 });
+/// assert_eq!((plan.fragments_before, plan.fragments_after), (10, 9));
+/// assert!(plan.is_range_plan());
+/// assert_eq!(plan.sources(), vec![3]); // only fragment 3 loses keys
+/// // The last fragment takes the removed one's id.
+/// assert_eq!(plan.renumber, Some(Renumber { from: 9, to: 3 }));
+/// assert_eq!(plan.old_to_new(9), Some(3));
+/// assert_eq!(plan.old_to_new(3), None);
+/// assert_eq!(plan.new_to_old(3), 9);
+///
+/// // A filter plan: a `jump` add scans every fragment.
+/// let mut jump = AnyScheme::new("jump", 10)?;
+/// let plan = jump.add_fragment()?;
+/// assert!(!plan.is_range_plan());
+/// assert_eq!(plan.sources(), (0..10).collect::<Vec<u32>>());
+/// // Reading it costs every key of every fragment (100 keys each here).
+/// assert_eq!(plan.keys_scanned(|_| 100, |_| 0), 1000);
+/// # Ok::<(), fraghash::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MigrationPlan {
     /// What happened.
@@ -148,26 +229,66 @@ impl MigrationPlan {
         v
     }
 
-    /// Whether the plan says a key with hash `h`, now in fragment `old`, may
-    /// move. For range moves this is exact; for a filter move it means "`old`
-    /// is scanned".
+    /// Whether the plan reads a key with hash `h` that was in fragment `old`
+    /// (old numbering) before the operation.
+    ///
+    /// - By a range move: true if and only if the key changes fragment.
+    /// - By a filter move: true for every key of the filtered fragment, a
+    ///   superset of the keys that move.
+    ///
+    /// So for a range plan `covers` is exactly "the key moves"; for a filter
+    /// plan it is "the key's fragment is scanned" (see the [module
+    /// docs](self)). To know where a key goes, use
+    /// [`MigrationPlan::destination`].
     pub fn covers(&self, h: u64, old: u32) -> bool {
-        self.moves.iter().any(|m| match m {
-            Move::Ranges { from, ranges, .. } => *from == old && ranges_contain(ranges, h),
-            Move::Filter { from } => *from == old,
-        })
+        self.moves.iter().any(|m| m.from() == old && m.covers(h))
     }
 
-    /// For a range plan, the destination of a key with hash `h` in fragment
-    /// `old`, if the plan moves it. `None` for keys that stay and for filter
-    /// moves.
-    pub fn range_destination(&self, h: u64, old: u32) -> Option<u32> {
-        self.moves.iter().find_map(|m| match m {
+    /// Where a key with hash `h` that was in fragment `old` (old numbering)
+    /// is after the operation, **in the new numbering** (ids
+    /// `0..fragments_after`, renumbering applied).
+    ///
+    /// - `Some(id)` for every key of a range plan: the destination of the
+    ///   range move that covers it, or its own fragment's new id if none
+    ///   does. Then `new_scheme.locate(h) == id`.
+    /// - `Some(id)` for a key of a filter plan whose fragment no move
+    ///   scans: it stays, under its fragment's new id.
+    /// - `None` for a key of a fragment a filter move scans: only the new
+    ///   scheme can tell (its `locate(h)` is the answer), and for an `old`
+    ///   that is not a fragment before the operation.
+    ///
+    /// ```
+    /// use fraghash::{key_hash, AnyScheme, FragmentScheme};
+    ///
+    /// let mut scheme = AnyScheme::new("slots", 10)?;
+    /// let hashes: Vec<u64> = (0..1000u32).map(|i| key_hash(&i.to_le_bytes())).collect();
+    /// let before: Vec<u32> = hashes.iter().map(|&h| scheme.locate(h)).collect();
+    ///
+    /// // Removing fragment 3 of 10: its keys move, and fragment 9 becomes 3.
+    /// let plan = scheme.remove_fragment(3)?;
+    /// for (&h, &old) in hashes.iter().zip(&before) {
+    ///     assert_eq!(plan.destination(h, old), Some(scheme.locate(h)));
+    /// }
+    /// # Ok::<(), fraghash::Error>(())
+    /// ```
+    pub fn destination(&self, h: u64, old: u32) -> Option<u32> {
+        if old >= self.fragments_before {
+            return None;
+        }
+        if self
+            .moves
+            .iter()
+            .any(|m| matches!(m, Move::Filter { from } if *from == old))
+        {
+            return None;
+        }
+        let to = self.moves.iter().find_map(|m| match m {
             Move::Ranges { from, to, ranges } if *from == old && ranges_contain(ranges, h) => {
                 Some(*to)
             }
             _ => None,
-        })
+        });
+        self.old_to_new(to.unwrap_or(old))
     }
 
     /// Number of range entries over all moves.

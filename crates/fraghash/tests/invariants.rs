@@ -5,9 +5,12 @@
 //! 2. Monotone: on add, keys move only into the new fragment; on remove,
 //!    exactly the keys of the removed fragment move; on split, only keys of
 //!    the split fragment move, into the new one.
-//! 3. Exact plans: a key changes fragment iff the plan covers it (range
-//!    plans: and to the destination the plan names); a filter plan names
-//!    every fragment that loses keys.
+//! 3. Exact plans: for a range plan, `covers` is true iff the key changes
+//!    fragment; for a filter plan, `covers` is true exactly for the keys of
+//!    the filtered fragments (a superset of the movers), and no other key
+//!    moves. `destination` gives the key's fragment in the new numbering
+//!    (`new.locate(h)`) for every key of a range plan and every key outside
+//!    the filtered fragments, and `None` inside them.
 //! 4. Balance (slots): after adds and removes, every fragment within one
 //!    slot of its target; after a rebalance, within the largest slot size.
 
@@ -31,7 +34,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => any::<u32>().prop_map(Op::Remove),
         2 => Just(Op::RemoveLast),
         1 => any::<u32>().prop_map(Op::Split),
-        1 => (any::<u32>(), 1u32..4).prop_map(|(f, w)| Op::Weight(f, w)),
+        1 => (any::<u32>(), prop_oneof![1u32..4, Just(u32::MAX)]).prop_map(|(f, w)| Op::Weight(f, w)),
         1 => (1u32..4, prop_oneof![Just(1u32), 1u32..300]).prop_map(|(d, w)| Op::AddLimited(d, w)),
         1 => any::<u64>().prop_map(Op::Rebalance),
     ]
@@ -105,13 +108,18 @@ fn check_plan(
         let moved = n != o;
         prop_assert!(n_new < new.fragments());
         // 3. Exact plans.
+        let filtered = plan
+            .moves
+            .iter()
+            .any(|m| matches!(m, Move::Filter { from } if *from == o));
         if is_range {
             prop_assert_eq!(plan.covers(h, o), moved, "h={:#x} old={} new={}", h, o, n);
-            if moved {
-                prop_assert_eq!(plan.range_destination(h, o), Some(n));
-            }
-        } else if moved {
-            prop_assert!(plan.covers(h, o), "filter plan misses fragment {}", o);
+            prop_assert_eq!(plan.destination(h, o), Some(n_new), "h={:#x} old={}", h, o);
+        } else {
+            prop_assert_eq!(plan.covers(h, o), filtered, "h={:#x} old={}", h, o);
+            prop_assert!(!moved || filtered, "filter plan misses fragment {}", o);
+            let want = if filtered { None } else { Some(n_new) };
+            prop_assert_eq!(plan.destination(h, o), want, "h={:#x} old={}", h, o);
         }
         // 2. Monotone.
         match plan.kind {
@@ -164,6 +172,12 @@ proptest! {
             match apply(&mut s, op) {
                 Ok(plan) => {
                     check_plan(&old, &s, &plan, seed ^ i as u64)?;
+                    if let Op::AddLimited(d, _) = op {
+                        prop_assert!(plan.sources().len() <= *d as usize, "{} donors, max {}", plan.sources().len(), d);
+                    }
+                    if let Some(slots) = s.as_slots() {
+                        prop_assert!(slots.slots_per_fragment().iter().all(|&c| c >= 1), "a fragment owns no slot after {:?}", op);
+                    }
                     if !matches!(op, Op::Add | Op::Remove(_) | Op::RemoveLast) {
                         balanced_ops_only = false;
                     }

@@ -255,7 +255,7 @@ fn check(c: &mut Checks, plan: &MigrationPlan, h: u64, f: u32, to: u32) {
     c.moved += 1;
     c.received[to as usize] = true;
     let ok = if plan.is_range_plan() {
-        plan.range_destination(h, f) == Some(to)
+        plan.destination(h, f) == plan.old_to_new(to)
     } else {
         plan.covers(h, f)
     };

@@ -20,6 +20,29 @@ use crate::plan::{MigrationPlan, Move, PlanKind};
 use crate::state::{self, tag};
 
 /// Jump consistent hashing over `fragments` fragments.
+///
+/// ```
+/// use fraghash::scheme::jump::Jump;
+/// use fraghash::{key_hash, FragmentScheme};
+///
+/// let mut jump = Jump::new(50)?;
+/// let h = key_hash(b"user:42");
+/// let before = jump.locate(h);
+///
+/// // An add moves about 1/51 of the keys, all into fragment 50, but they
+/// // come from every fragment: the plan scans all 50 (a filter plan).
+/// let plan = jump.add_fragment()?;
+/// let after = jump.locate(h);
+/// assert!(after == before || after == 50);
+/// assert_eq!(plan.sources().len(), 50);
+/// assert!(plan.covers(h, before)); // covered, whether or not it moved
+/// assert_eq!(plan.destination(h, before), None); // the new scheme decides
+///
+/// // Removing the last fragment sends its keys back where they were.
+/// jump.remove_fragment(50)?;
+/// assert_eq!(jump.locate(h), before);
+/// # Ok::<(), fraghash::SchemeError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Jump {
     fragments: u32,

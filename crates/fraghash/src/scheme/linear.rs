@@ -21,6 +21,33 @@ use crate::state::{self, tag};
 
 /// Mnesia's linear hashing. The state is the fragment count alone: Mnesia's
 /// `n_doubles` and `next_n_to_split` follow from it.
+///
+/// ```
+/// use fraghash::scheme::linear::Linear;
+/// use fraghash::{key_hash, FragmentScheme, Move, SchemeError};
+///
+/// let mut linear = Linear::new(5)?;
+/// assert_eq!((linear.n_doubles(), linear.next_to_split()), (2, 1));
+/// // A key goes by the low bits of its hash: h mod 8, or minus 4 if >= 5.
+/// assert_eq!(linear.locate(6), 2);
+///
+/// // An add splits fragment 1 into 1 and 5: a filter plan over fragment 1.
+/// let h = key_hash(b"user:42");
+/// let before = linear.locate(h);
+/// let plan = linear.add_fragment()?;
+/// assert_eq!(plan.moves, vec![Move::Filter { from: 1 }]);
+/// let after = linear.locate(h);
+/// assert!(after == before || (before, after) == (1, 5));
+/// match plan.destination(h, before) {
+///     Some(stays) => assert_eq!(stays, after), // not in fragment 1
+///     None => assert_eq!(before, 1),           // scanned: locate decides
+/// }
+///
+/// // Only the last fragment can go.
+/// assert!(matches!(linear.remove_fragment(0), Err(SchemeError::OnlyLastRemovable { last: 5, .. })));
+/// linear.remove_fragment(5)?;
+/// # Ok::<(), SchemeError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Linear {
     fragments: u32,

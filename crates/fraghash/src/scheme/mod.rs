@@ -14,6 +14,46 @@ use crate::plan::MigrationPlan;
 /// Fragment ids are dense: `0..fragments()`. Every scheme places a key by its
 /// hash `h` alone ([`crate::key_hash`]), and two values with the same state
 /// place every `h` identically, in any process on any machine.
+///
+/// Code written against the trait works with every scheme:
+///
+/// ```
+/// use fraghash::scheme::{jump::Jump, ring::Ring, slots::Slots};
+/// use fraghash::{key_hash, AnyScheme, FragmentScheme};
+///
+/// /// How many of `keys` each fragment holds.
+/// fn spread(scheme: &impl FragmentScheme, keys: &[u64]) -> Vec<usize> {
+///     let mut counts = vec![0; scheme.fragments() as usize];
+///     for &h in keys {
+///         counts[scheme.locate(h) as usize] += 1;
+///     }
+///     counts
+/// }
+///
+/// let keys: Vec<u64> = (0..10_000u32).map(|i| key_hash(&i.to_le_bytes())).collect();
+/// let mut slots = Slots::new(4)?;
+/// assert_eq!(spread(&slots, &keys).iter().sum::<usize>(), 10_000);
+///
+/// // Grow by one: the plan says which keys move where.
+/// let before: Vec<u32> = keys.iter().map(|&h| slots.locate(h)).collect();
+/// let plan = slots.add_fragment()?;
+/// for (&h, &old) in keys.iter().zip(&before) {
+///     assert_eq!(plan.destination(h, old), Some(slots.locate(h)));
+/// }
+/// assert_eq!(spread(&slots, &keys).len(), 5);
+///
+/// // Schemes that can only drop their last fragment say so.
+/// let mut jump = Jump::new(4)?;
+/// assert!(jump.remove_fragment(0).is_err());
+/// assert_eq!(jump.fragments(), 4);
+///
+/// // The state travels as bytes; `AnyScheme` reads any scheme's.
+/// let ring = Ring::new(4, 100)?;
+/// let copy = AnyScheme::from_state_bytes(&ring.to_state_bytes())?;
+/// assert_eq!(copy.spec(), "ring");
+/// assert_eq!(spread(&copy, &keys), spread(&ring, &keys));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub trait FragmentScheme {
     /// The scheme's spec string (`"slots"`, `"ring:100"`...), which
     /// [`crate::AnyScheme::new`] accepts.

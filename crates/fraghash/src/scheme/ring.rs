@@ -1,4 +1,6 @@
-//! `ring`: the write-ups' consistent-hash ring, `P` points per fragment.
+//! `ring`: a consistent-hash ring, `P` points per fragment, as in Igor
+//! Ribeiro Sucupira's posts "Consistent hashing for Mnesia fragments"
+//! (2009), where `P` is 100.
 //!
 //! Each fragment has a *token* (its id when it was added) and `P` points at
 //! positions `xxh3_64(token ‖ point)`. A key belongs to the first point at or
@@ -25,6 +27,28 @@ use crate::plan::{diff_ownership, MigrationPlan, Ownership, PlanKind, Renumber};
 use crate::state::{self, tag};
 
 /// A consistent-hash ring.
+///
+/// ```
+/// use fraghash::scheme::ring::Ring;
+/// use fraghash::{key_hash, FragmentScheme, Renumber};
+///
+/// let mut ring = Ring::new(6, 100)?;
+/// let hashes: Vec<u64> = (0..5000u32).map(|i| key_hash(&i.to_le_bytes())).collect();
+/// let before: Vec<u32> = hashes.iter().map(|&h| ring.locate(h)).collect();
+///
+/// // Remove fragment 0: its arcs go to the next points on the ring, and
+/// // fragment 5 takes id 0 (its points stay where they were).
+/// let plan = ring.remove_fragment(0)?;
+/// assert!(plan.is_range_plan());
+/// assert_eq!(plan.renumber, Some(Renumber { from: 5, to: 0 }));
+/// for (&h, &old) in hashes.iter().zip(&before) {
+///     assert_eq!(plan.covers(h, old), old == 0); // exactly the keys of 0
+///     assert_eq!(plan.destination(h, old), Some(ring.locate(h)));
+/// }
+/// assert_eq!(ring.spec(), "ring");
+/// assert_eq!(Ring::new(3, 7)?.spec(), "ring:7");
+/// # Ok::<(), fraghash::SchemeError>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct Ring {
     points_per_fragment: u32,
@@ -57,7 +81,8 @@ struct RingState {
 }
 
 impl Ring {
-    /// Points per fragment when the spec does not say (as in the write-ups).
+    /// Points per fragment when the spec does not say (100, as in the posts
+    /// the module docs name).
     pub const DEFAULT_POINTS: u32 = 100;
     /// Most points per fragment.
     pub const MAX_POINTS: u32 = 10_000;

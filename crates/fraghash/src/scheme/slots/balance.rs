@@ -18,7 +18,8 @@ impl Slots {
     /// such move is left, every fragment is within the largest slot size of
     /// its target (any slot of an overloaded fragment would otherwise fit the
     /// gap). Among slots of equal size the lowest-numbered goes first, so
-    /// uniform sizes give contiguous ranges. O(moves · log S).
+    /// uniform sizes give contiguous ranges. A fragment's last slot never
+    /// moves, so every fragment keeps at least one slot. O(moves · log S).
     pub fn rebalance(&mut self, slot_sizes: &[u64]) -> Result<MigrationPlan, SchemeError> {
         if slot_sizes.len() != self.table.len() {
             return Err(SchemeError::InvalidArgument(format!(
@@ -38,6 +39,7 @@ impl Slots {
             .map(|&w| -total * i128::from(w))
             .collect();
         let mut owned: Vec<BTreeSet<(u64, usize)>> = vec![BTreeSet::new(); n];
+        let mut count = self.slots_per_fragment();
         for (s, (&o, &size)) in self.table.iter().zip(slot_sizes).enumerate() {
             dev[o as usize] += i128::from(size) * w_sum;
             if size > 0 {
@@ -52,7 +54,7 @@ impl Slots {
             let (Some(&(d_hi, a)), Some(&(d_lo, b))) = (order.last(), order.first()) else {
                 break;
             };
-            if a == b || d_hi <= 0 || d_lo >= 0 {
+            if a == b || d_hi <= 0 || d_lo >= 0 || count[a] <= 1 {
                 break;
             }
             let gap = d_hi - d_lo; // (e_a + d_b)·W
@@ -72,6 +74,8 @@ impl Slots {
             dev[b] += i128::from(size) * w_sum;
             order.insert((dev[a], a));
             order.insert((dev[b], b));
+            count[a] -= 1;
+            count[b] += 1;
             owned[a].remove(&(size, slot));
             owned[b].insert((size, slot));
             self.table[slot] = b as u32;

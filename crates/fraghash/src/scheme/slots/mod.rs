@@ -44,6 +44,7 @@
 //! shrinks when fragments are removed.
 
 mod balance;
+mod share;
 
 use serde::{Deserialize, Serialize};
 
@@ -51,8 +52,39 @@ use super::{check_removable, FragmentScheme};
 use crate::error::{SchemeError, StateError};
 use crate::plan::{diff_ownership, HashRange, MigrationPlan, Ownership, PlanKind, Renumber};
 use crate::state::{self, tag};
+pub(crate) use share::targets;
+use share::{greedy_take, run_len, take_from_runs};
 
 /// The slot-table scheme.
+///
+/// ```
+/// use fraghash::scheme::slots::Slots;
+/// use fraghash::{key_hash, FragmentScheme};
+///
+/// let mut slots = Slots::new(10)?;
+/// assert_eq!(slots.slot_count(), 8192); // 2^13: 819 or 820 per fragment
+/// let h = key_hash(b"user:42");
+/// assert_eq!(slots.locate(h), slots.table()[slots.slot_of(h)]);
+///
+/// // An add takes the new fragment's share from the fullest fragments.
+/// let plan = slots.add_fragment()?;
+/// assert_eq!(slots.slots_per_fragment(), slots.target_slots());
+/// assert!(plan.moves.iter().all(|m| m.from() < 10));
+///
+/// // Split fragment 2 in two, give fragment 0 twice the share, then
+/// // remove fragment 4: each a range plan naming exactly what moves.
+/// let old = slots.locate(h);
+/// let plan = slots.split(2)?;
+/// assert_eq!(plan.sources(), vec![2]);
+/// assert_eq!(plan.destination(h, old), Some(slots.locate(h)));
+/// slots.set_weight(0, 2)?;
+/// let c = slots.slots_per_fragment();
+/// assert!(c[0].abs_diff(2 * c[1]) <= 2);
+/// let old = slots.locate(h);
+/// let plan = slots.remove_fragment(4)?;
+/// assert_eq!(plan.destination(h, old), Some(slots.locate(h)));
+/// # Ok::<(), fraghash::SchemeError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Slots {
     bits: u32,
@@ -88,6 +120,23 @@ impl Slots {
 
     /// One fragment per weight, each owning one contiguous block of slots in
     /// proportion to its weight.
+    ///
+    /// Every fragment owns at least one slot, whatever the weights: a
+    /// fragment whose share is below one slot (weights 1 and 1,000,000 over
+    /// 512 slots) gets one, taken from the largest share, so each fragment
+    /// holds some keys. A weight of 0 is refused.
+    ///
+    /// ```
+    /// use fraghash::scheme::slots::Slots;
+    ///
+    /// let s = Slots::with_weights(&[1, 2, 1])?;
+    /// let c = s.slots_per_fragment();
+    /// assert_eq!(c[1], c[0] + c[2]);
+    /// let extreme = Slots::with_weights(&[1, 1_000_000])?;
+    /// assert_eq!(extreme.slots_per_fragment()[0], 1);
+    /// assert!(Slots::with_weights(&[1, 0]).is_err());
+    /// # Ok::<(), fraghash::SchemeError>(())
+    /// ```
     pub fn with_weights(weights: &[u32]) -> Result<Slots, SchemeError> {
         let n = u32::try_from(weights.len()).unwrap_or(u32::MAX);
         if n == 0 {
@@ -232,14 +281,33 @@ impl Slots {
         self.add_limited(weight, u32::MAX)
     }
 
-    /// Adds a fragment of weight `weight` that takes its whole share from at
-    /// most `max_donors` fragments (those most above their target).
+    /// Adds a fragment of weight `weight` that takes its share of slots from
+    /// at most `max_donors` fragments: those most above their target (ties
+    /// to the lower id).
     ///
     /// This is the trade-off for stores that cannot read a hash range and
     /// must scan every donor in full (Mnesia): fewer donors, fewer fragments
     /// scanned, but the donors end up below their share until later adds
     /// take from the others. `max_donors = 1` behaves like splitting the
     /// most loaded fragment; `u32::MAX` is [`Slots::add_weighted`].
+    ///
+    /// The plan never has more than `max_donors` sources. Every donor keeps
+    /// at least one slot, so when the donors allowed cannot give the whole
+    /// share (a heavy new fragment, or one donor for a share the size of a
+    /// fragment's), the new fragment takes what they can give and stays
+    /// below its target until a [`Slots::set_weight`] or
+    /// [`Slots::rebalance`] evens it out. `max_donors = 0` is refused.
+    ///
+    /// ```
+    /// use fraghash::scheme::slots::Slots;
+    /// use fraghash::FragmentScheme;
+    ///
+    /// let mut s = Slots::new(20)?;
+    /// let plan = s.add_limited(1, 2)?;
+    /// assert!(plan.sources().len() <= 2);
+    /// assert_eq!(s.slots_per_fragment()[20], s.target_slots()[20]);
+    /// # Ok::<(), fraghash::SchemeError>(())
+    /// ```
     pub fn add_limited(
         &mut self,
         weight: u32,
@@ -258,18 +326,22 @@ impl Slots {
         self.weights.push(weight);
         let targets = self.target_slots();
         let counts = self.slots_per_fragment();
-        let mut surplus: Vec<i64> = (0..before as usize)
+        let surplus: Vec<i64> = (0..before as usize)
             .map(|i| counts[i] as i64 - targets[i] as i64)
+            .collect();
+        // A donor keeps at least one slot, so no fragment is left empty;
+        // fragments outside the `max_donors` chosen give nothing.
+        let mut caps: Vec<u64> = counts[..before as usize]
+            .iter()
+            .map(|c| c.saturating_sub(1))
             .collect();
         if (max_donors as usize) < surplus.len() {
             let mut order: Vec<usize> = (0..surplus.len()).collect();
             order.sort_by(|&a, &b| surplus[b].cmp(&surplus[a]).then(a.cmp(&b)));
             for &i in &order[max_donors as usize..] {
-                surplus[i] = i64::MIN / 2;
+                caps[i] = 0;
             }
         }
-        // A donor keeps at least one slot, so no fragment is left empty.
-        let caps: Vec<u64> = counts.iter().map(|c| c.saturating_sub(1)).collect();
         let gives = greedy_take(&surplus, &caps, targets[before as usize]);
         let runs = self.runs();
         for (donor, &g) in gives.iter().enumerate() {
@@ -474,90 +546,6 @@ fn check_weights(weights: &[u32]) -> Result<(), SchemeError> {
         ));
     }
     Ok(())
-}
-
-/// Splits `total` slots in proportion to `weights` by largest remainder
-/// (ties to the lower id), so the targets sum to `total` exactly.
-pub(crate) fn targets(weights: &[u32], total: u64) -> Vec<u64> {
-    let w_sum: u128 = weights.iter().map(|&w| u128::from(w)).sum();
-    if w_sum == 0 {
-        return vec![0; weights.len()];
-    }
-    let mut out = Vec::with_capacity(weights.len());
-    let mut rems = Vec::with_capacity(weights.len());
-    for (i, &w) in weights.iter().enumerate() {
-        let x = u128::from(total) * u128::from(w);
-        out.push((x / w_sum) as u64);
-        rems.push((x % w_sum, i));
-    }
-    let left = total - out.iter().sum::<u64>();
-    rems.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    for &(_, i) in rems.iter().take(left as usize) {
-        out[i] += 1;
-    }
-    out
-}
-
-/// Takes `count` units one at a time from whichever entry of `excess` is
-/// largest (ties to the lower index), never more than `caps[i]` from entry
-/// `i`; returns how many each gave.
-fn greedy_take(excess: &[i64], caps: &[u64], count: u64) -> Vec<u64> {
-    use std::cmp::Reverse;
-    use std::collections::BinaryHeap;
-    let mut heap: BinaryHeap<(i64, Reverse<usize>)> = excess
-        .iter()
-        .enumerate()
-        .filter(|&(i, _)| caps[i] > 0)
-        .map(|(i, &e)| (e, Reverse(i)))
-        .collect();
-    let mut taken = vec![0u64; excess.len()];
-    let mut left = count;
-    while left > 0 {
-        let Some((e, Reverse(i))) = heap.pop() else {
-            break;
-        };
-        taken[i] += 1;
-        left -= 1;
-        if taken[i] < caps[i] {
-            heap.push((e - 1, Reverse(i)));
-        }
-    }
-    taken
-}
-
-/// How many slots at the start of `t` belong to `owner`: whole blocks of
-/// 16 first (a branch-free compare the compiler vectorises), then slot by
-/// slot.
-fn run_len(t: &[u32], owner: u32) -> usize {
-    const BLOCK: usize = 16;
-    let mut i = 0;
-    for block in t.chunks_exact(BLOCK) {
-        if !block.iter().fold(true, |all, &x| all & (x == owner)) {
-            break;
-        }
-        i += BLOCK;
-    }
-    i + t[i..]
-        .iter()
-        .position(|&x| x != owner)
-        .unwrap_or(t.len() - i)
-}
-
-/// Chooses `count` slots from a fragment's runs: the tails of its longest
-/// runs first, so what it gives away stays contiguous.
-fn take_from_runs(runs: &[(usize, usize)], mut count: u64) -> Vec<(usize, usize)> {
-    let mut order: Vec<&(usize, usize)> = runs.iter().collect();
-    order.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    let mut out = Vec::new();
-    for &&(start, len) in &order {
-        if count == 0 {
-            break;
-        }
-        let k = (count as usize).min(len);
-        out.push((start + len - k, k));
-        count -= k as u64;
-    }
-    out
 }
 
 #[cfg(test)]

@@ -119,12 +119,64 @@ fn limited_add_scans_at_most_the_donors_allowed() {
     assert!(Slots::new(3).unwrap().add_limited(1, 0).is_err());
 }
 
+/// A new fragment of weight 100 next to four of weight 1 wants 100/104 of
+/// the slots; one donor cannot give them. It gives all but one of its
+/// slots, and no other fragment gives any: the plan has one source.
 #[test]
-fn limited_add_reaches_further_when_the_donors_run_dry() {
-    let mut s = Slots::new(4).unwrap();
-    // The new fragment wants 100/104 of the slots; no single donor has them.
-    s.add_limited(100, 1).unwrap();
-    assert_eq!(s.slots_per_fragment()[4], s.target_slots()[4]);
+fn limited_add_never_exceeds_its_donors_when_they_run_dry() {
+    for d in [1u32, 2, 3] {
+        let mut s = Slots::new(4).unwrap();
+        let before = s.slots_per_fragment();
+        let plan = s.add_limited(100, d).unwrap();
+        assert_eq!(plan.sources().len(), d as usize, "max {d} donors");
+        let after = s.slots_per_fragment();
+        // The table may have doubled: compare in units of the new table.
+        let scale = s.slot_count() as u64 / before.iter().sum::<u64>();
+        let donors: Vec<u32> = plan.sources();
+        for f in 0..4u32 {
+            if donors.contains(&f) {
+                assert_eq!(after[f as usize], 1, "a donor keeps one slot");
+            } else {
+                assert_eq!(after[f as usize], before[f as usize] * scale);
+            }
+        }
+        assert!(after[4] < s.target_slots()[4]);
+        assert_eq!(
+            after[4],
+            donors
+                .iter()
+                .map(|&f| before[f as usize] * scale - 1)
+                .sum::<u64>()
+        );
+    }
+}
+
+/// Weights far apart: the light fragment still owns a slot (its share,
+/// 512/1,000,001, rounds to zero), taken from the heavy one, and the
+/// targets still sum to the table.
+#[test]
+fn extreme_weights_leave_no_fragment_without_slots() {
+    let s = Slots::with_weights(&[1, 1_000_000]).unwrap();
+    assert_eq!(s.slots_per_fragment(), vec![1, s.slot_count() as u64 - 1]);
+    assert_eq!(s.target_slots(), s.slots_per_fragment());
+    let s = Slots::with_weights(&[u32::MAX, 1, u32::MAX, 1, 1]).unwrap();
+    let c = s.slots_per_fragment();
+    assert!(c.iter().all(|&x| x >= 1), "{c:?}");
+    assert_eq!(c.iter().sum::<u64>(), s.slot_count() as u64);
+    // Raising a weight later keeps the light fragments at one slot too.
+    let mut s = Slots::new(3).unwrap();
+    s.set_weight(0, u32::MAX).unwrap();
+    assert_eq!(&s.slots_per_fragment()[1..], &[1, 1]);
+    s.add_weighted(1).unwrap();
+    assert!(s.slots_per_fragment().iter().all(|&x| x >= 1));
+}
+
+#[test]
+fn targets_give_every_positive_weight_a_slot() {
+    assert_eq!(targets(&[1, 1_000_000], 512), vec![1, 511]);
+    assert_eq!(targets(&[1, 0, 1_000_000], 512), vec![1, 0, 511]);
+    assert_eq!(targets(&[1, 1, 2], 512), vec![128, 128, 256]);
+    assert_eq!(targets(&[1, 1, 1], 512), vec![171, 171, 170]);
 }
 
 #[test]
