@@ -1,5 +1,6 @@
-//! `fraghash experiment`: the write-ups' experiment (random short strings
-//! into N fragments) for every scheme, then one fragment more and one less,
+//! `fraghash experiment`: the experiment of Igor Ribeiro Sucupira's posts
+//! "Consistent hashing for Mnesia fragments" (2009), random short strings
+//! into N fragments, for every scheme, then one fragment more and one less,
 //! with tables, JSON and plots. See docs/experiment.md.
 
 mod growth;
@@ -27,7 +28,7 @@ pub const DEFAULT_SCHEMES: &str = "linear,ring,ring:1000,jump,slots";
 /// Key patterns for generated keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum KeyPattern {
-    /// Random short strings like the write-ups': length 5 to 15 over a-z and 0-9.
+    /// Random short strings as in the posts' experiment: length 5 to 15 over a-z and 0-9.
     Short,
     /// Counting keys `key-0`, `key-1`, ...
     Seq,
