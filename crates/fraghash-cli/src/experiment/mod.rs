@@ -50,6 +50,8 @@ pub struct ExperimentArgs {
     #[arg(long, value_enum, default_value_t = KeyPattern::Short, conflicts_with = "keys_from")]
     pub key_pattern: KeyPattern,
     /// Read keys from FILE instead, one per line (`-`: standard input).
+    /// Lines end in LF; a carriage return (CR), a NUL byte or an empty line
+    /// is refused with its line number.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["keys", "seed"])]
     pub keys_from: Option<String>,
     /// Comma-separated scheme specs: linear, ring, ring:POINTS (points per fragment), jump, slots.
@@ -62,7 +64,10 @@ pub struct ExperimentArgs {
     /// Print one JSON document on stdout instead of the tables.
     #[arg(long)]
     pub json: bool,
-    /// Write distribution.png/.svg, growth.png/.svg, report.json and report.md into DIR.
+    /// Write distribution.png/.svg, growth.png/.svg, report.json and report.md
+    /// into DIR, all or nothing: a failed run, or one stopped by Ctrl-C,
+    /// SIGTERM or SIGHUP, leaves DIR as it was and removes its staging
+    /// directory .DIR.tmp-PID; the next run removes those of killed runs.
     #[arg(long, value_name = "DIR")]
     pub out: Option<std::path::PathBuf>,
     /// No progress bars.
