@@ -3,6 +3,7 @@
 //! into N fragments, for every scheme, then one fragment more and one less,
 //! with tables, JSON and plots. See docs/experiment.md.
 
+mod axes;
 mod growth;
 mod keys;
 mod out;
