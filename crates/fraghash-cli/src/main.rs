@@ -2,6 +2,7 @@
 
 mod experiment;
 mod table;
+mod text;
 
 use clap::{Parser, Subcommand};
 
@@ -16,8 +17,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// The write-ups' experiment for every scheme: distribution over N
-    /// fragments, one add, one remove, growth curves, tables, JSON and plots.
+    /// Random short strings into N fragments for every scheme: the
+    /// distribution, one add, one remove, growth curves; tables, JSON and plots.
     Experiment(experiment::ExperimentArgs),
     /// Durable fragmented tables on redb.
     Table(table::TableArgs),

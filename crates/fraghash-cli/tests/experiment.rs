@@ -405,3 +405,108 @@ fn bad_input_is_one_line_and_exit_2() {
         "does not exist",
     );
 }
+
+/// Names starting with a dot in `dir`: staging directories left behind.
+fn dot_entries(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect()
+}
+
+#[test]
+fn a_stopped_run_removes_its_staging_dir() {
+    for (signal, code) in [
+        (libc::SIGINT, 130),
+        (libc::SIGTERM, 143),
+        (libc::SIGHUP, 129),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        // Keys from a pipe that stays open: the run waits, staging dir made.
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("fraghash"))
+            .args(["experiment", "--quiet", "--keys-from", "-", "--out"])
+            .arg(&out)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let staging = dir.path().join(format!(".out.tmp-{}", child.id()));
+        let mut waited = 0;
+        while !staging.exists() {
+            assert!(waited < 3000, "no staging dir after 30 s");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            waited += 1;
+        }
+        // Held open through the wait (Child::wait closes a stdin it still owns,
+        // and the run would see the end of its keys before the signal).
+        let stdin = child.stdin.take();
+        // SAFETY: sends a signal to our own child.
+        assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
+        let status = child.wait().unwrap();
+        drop(stdin);
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert_eq!(status.code(), Some(code), "signal {signal}: {err}");
+        assert!(
+            err.contains(&format!("stopped by signal {signal}")),
+            "{err}"
+        );
+        assert!(dot_entries(dir.path()).is_empty(), "signal {signal}");
+        assert!(!out.exists());
+    }
+}
+
+#[test]
+fn the_next_run_removes_staging_dirs_of_killed_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    // PIDs above the kernel's largest pid_max (2^22): no such process.
+    for pid in [4_194_305u32, 999_999_999] {
+        let stale = dir.path().join(format!(".out.tmp-{pid}"));
+        std::fs::create_dir(&stale).unwrap();
+        std::fs::write(stale.join("report.json"), "{}").unwrap();
+    }
+    // Another DIR's staging dir, and a live process's: both left alone.
+    let other = dir.path().join(".other.tmp-999999999");
+    std::fs::create_dir(&other).unwrap();
+    let live = dir.path().join(format!(".out.tmp-{}", std::process::id()));
+    std::fs::create_dir(&live).unwrap();
+    fraghash()
+        .args([
+            "experiment",
+            "--quiet",
+            "--keys",
+            "1000",
+            "--fragments",
+            "3",
+        ])
+        .args(["--schemes", "linear", "--growth", "4", "--out"])
+        .arg(&out)
+        .assert()
+        .success();
+    let mut left = dot_entries(dir.path());
+    left.sort();
+    let mut want = vec![
+        ".other.tmp-999999999".to_string(),
+        format!(".out.tmp-{}", std::process::id()),
+    ];
+    want.sort();
+    assert_eq!(left, want);
+    assert!(out.join("report.json").exists());
+}
+
+#[test]
+fn one_key_is_singular() {
+    let out = fraghash()
+        .args(["experiment", "--quiet", "--keys", "1", "--fragments", "2"])
+        .args(["--schemes", "linear"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("1 key into 2 fragments"), "{text}");
+    assert!(!text.contains("1 keys"), "{text}");
+}

@@ -24,6 +24,14 @@ pub enum Error {
         /// The table directory.
         dir: PathBuf,
     },
+    /// `create` was given a directory that holds files but no table: a
+    /// table is created only in a new or empty directory, so it never mixes
+    /// with other files.
+    #[error("{dir} is not empty and holds no table; create the table in a new or empty directory")]
+    DirNotEmpty {
+        /// The directory given.
+        dir: PathBuf,
+    },
     /// `open` found no manifest.
     #[error("no table in {dir}: {manifest} does not exist")]
     NotATable {

@@ -35,18 +35,18 @@ fn random_id() -> u64 {
 }
 
 impl Table {
-    /// Creates a table in `dir` (created if missing; it must not hold a
-    /// table already).
+    /// Creates a table in `dir`, which must be new or empty (a `LOCK` file
+    /// left by an earlier failed create is allowed): a table never mixes
+    /// with other files ([`Error::DirNotEmpty`], [`Error::TableExists`]).
+    ///
+    /// Options are checked before anything is written, and a create that
+    /// fails after that removes what it made (fragment files, `LOCK`, and
+    /// `dir` itself if it created it), so a failed create leaves nothing
+    /// behind.
     pub fn create(dir: impl AsRef<Path>, options: &TableOptions) -> Result<Table> {
         failpoint::init();
         let dir = dir.as_ref();
         let scheme = AnyScheme::new(&options.scheme, options.fragments)?;
-        std::fs::create_dir_all(dir).io_at(dir)?;
-        let dir = absolute(dir)?;
-        let lock = DirLock::acquire(&dir)?;
-        if dir.join(MANIFEST_FILE).exists() {
-            return Err(Error::TableExists { dir });
-        }
         let mut dirs = Vec::new();
         for d in &options.dirs {
             if !d.is_dir() {
@@ -57,6 +57,51 @@ impl Table {
             }
             dirs.push(absolute(d)?.to_string_lossy().into_owned());
         }
+        // A directory holding a manifest goes on to the lock, so that a table
+        // another process has open reports `TableLocked`, else `TableExists`.
+        let existed = dir.exists();
+        if existed && !dir.join(MANIFEST_FILE).exists() && holds_files(dir)? {
+            return Err(Error::DirNotEmpty {
+                dir: dir.to_path_buf(),
+            });
+        }
+        std::fs::create_dir_all(dir).io_at(dir)?;
+        let dir = absolute(dir)?;
+        let lock = DirLock::acquire(&dir)?;
+        if dir.join(MANIFEST_FILE).exists() {
+            // Another table's LOCK: it stays.
+            return Err(Error::TableExists { dir });
+        }
+        let mut made: Vec<PathBuf> = Vec::new();
+        match Self::create_files(&dir, scheme, dirs, &mut made) {
+            Ok((m, scheme, frags)) => Ok(Table::assemble(dir, lock, m, scheme, frags, None)),
+            Err(e) => {
+                // Undo: the fragment files, the manifest if written, the lock
+                // file (removed while still held, so no other create can take
+                // it meanwhile), and the directory if this call made it.
+                for p in made.iter().rev() {
+                    let _ = std::fs::remove_file(p);
+                }
+                let _ = std::fs::remove_file(dir.join("MANIFEST.tmp"));
+                let _ = std::fs::remove_file(dir.join(MANIFEST_FILE));
+                let _ = std::fs::remove_file(dir.join("LOCK"));
+                drop(lock);
+                if !existed {
+                    let _ = std::fs::remove_dir(&dir);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// The files of a new table: one per fragment, then the manifest. Every
+    /// fragment file made is pushed to `made` before the next step can fail.
+    fn create_files(
+        dir: &Path,
+        scheme: AnyScheme,
+        dirs: Vec<String>,
+        made: &mut Vec<PathBuf>,
+    ) -> Result<(Manifest, AnyScheme, Vec<Arc<Fragment>>)> {
         let mut m = Manifest {
             table_id: random_id(),
             scheme_state: scheme.to_state_bytes(),
@@ -69,12 +114,17 @@ impl Table {
         for _ in 0..scheme.fragments() {
             let e = m.place(m.next_file_no);
             m.next_file_no += 1;
-            let f = Fragment::create(&Manifest::file_path(&dir, &e), m.table_id, e.file_no)?;
-            frags.push(Arc::new(f));
+            let path = Manifest::file_path(dir, &e);
+            let was_there = path.exists();
+            let f = Fragment::create(&path, m.table_id, e.file_no);
+            if !was_there && path.exists() {
+                made.push(path);
+            }
+            frags.push(Arc::new(f?));
             m.files.push(e);
         }
-        m.store(&dir)?;
-        Ok(Table::assemble(dir, lock, m, scheme, frags, None))
+        m.store(dir)?;
+        Ok((m, scheme, frags))
     }
 
     /// Opens the table in `dir`. If a migration was interrupted (a crash),
@@ -150,6 +200,16 @@ impl Table {
     }
 }
 
+/// Whether `dir` holds anything but a `LOCK` file.
+fn holds_files(dir: &Path) -> Result<bool> {
+    for e in std::fs::read_dir(dir).io_at(dir)? {
+        if e.io_at(dir)?.file_name() != "LOCK" {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 /// Deletes fragment files of this table that the manifest does not list
 /// (made by an add that crashed before its journal, or a removed fragment
 /// whose deletion a crash interrupted) and a stale temporary manifest.
@@ -181,4 +241,36 @@ fn remove_orphans(dir: &Path, m: &Manifest) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A create that fails after its fragment files exist (here: at the
+    /// manifest write) removes them, the lock file and the directory it made.
+    /// The only test in this binary that arms a failpoint, so no other test
+    /// sees it.
+    #[test]
+    fn a_failed_create_leaves_nothing() {
+        let d = tempfile::tempdir().unwrap();
+        let options = TableOptions {
+            dirs: vec![d.path().join("pool")],
+            ..TableOptions::default()
+        };
+        std::fs::create_dir(d.path().join("pool")).unwrap();
+        let new = d.path().join("new");
+        let empty = d.path().join("empty");
+        std::fs::create_dir(&empty).unwrap();
+        failpoint::set(Some("manifest.after-tmp-write"));
+        let made_dir = Table::create(&new, &options);
+        let given_dir = Table::create(&empty, &options);
+        failpoint::set(None);
+        assert!(matches!(made_dir, Err(Error::Failpoint(_))));
+        assert!(matches!(given_dir, Err(Error::Failpoint(_))));
+        assert!(!new.exists());
+        assert_eq!(std::fs::read_dir(&empty).unwrap().count(), 0);
+        assert_eq!(std::fs::read_dir(d.path().join("pool")).unwrap().count(), 0);
+        Table::create(&empty, &options).unwrap();
+    }
 }

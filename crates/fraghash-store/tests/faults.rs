@@ -62,6 +62,42 @@ fn create_over_a_table_and_open_nothing() {
 }
 
 #[test]
+fn create_needs_a_new_or_empty_dir_and_leaves_nothing_when_it_fails() {
+    let d = tempfile::tempdir().unwrap();
+    // A directory holding someone's files is refused, and untouched.
+    let mine = d.path().join("mine");
+    std::fs::create_dir(&mine).unwrap();
+    std::fs::write(mine.join("notes.txt"), "mine").unwrap();
+    let e = Table::create(&mine, &TableOptions::default()).unwrap_err();
+    assert!(matches!(e, Error::DirNotEmpty { .. }), "{e}");
+    one_line(&e);
+    let names: Vec<_> = std::fs::read_dir(&mine)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, vec![std::ffi::OsString::from("notes.txt")]);
+
+    // A missing placement directory: nothing is created at all.
+    let bad = TableOptions {
+        dirs: vec![d.path().join("missing")],
+        ..TableOptions::default()
+    };
+    let fresh = d.path().join("fresh");
+    let e = Table::create(&fresh, &bad).unwrap_err();
+    assert!(matches!(e, Error::InvalidOption(_)), "{e}");
+    assert!(!fresh.exists());
+    let empty = d.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    Table::create(&empty, &bad).unwrap_err();
+    assert_eq!(std::fs::read_dir(&empty).unwrap().count(), 0, "LOCK left");
+
+    // An empty directory with a LOCK left by such a failure is accepted.
+    std::fs::write(empty.join("LOCK"), "").unwrap();
+    let t = Table::create(&empty, &TableOptions::default()).unwrap();
+    assert_eq!(t.len(), 0);
+}
+
+#[test]
 fn damaged_manifests_name_the_file() {
     let d = tempfile::tempdir().unwrap();
     drop(filled(d.path(), "slots", 2, 5));

@@ -13,6 +13,7 @@ use fraghash::keys::{seq_key, ShortKeys};
 use serde::Serialize;
 
 use super::progress::Progress;
+use crate::text::carriage_return;
 
 /// The most keys one run takes (8 bytes of memory each).
 pub const MAX_KEYS: u64 = 1_000_000_000;
@@ -21,7 +22,7 @@ pub const MAX_KEYS: u64 = 1_000_000_000;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum KeySource {
-    /// The write-ups' random short strings (5 to 15 of `a`–`z`, `0`–`9`).
+    /// Random short strings as in the posts' experiment (5 to 15 of `a`–`z`, `0`–`9`).
     Short {
         /// Generator seed.
         seed: u64,
@@ -115,8 +116,8 @@ pub fn io_reason(e: &std::io::Error) -> String {
 
 /// Hashes one key per line. Rules (documented in docs/experiment.md):
 /// lines end in `\n`, the last may end without one; a key is the bytes of its
-/// line, any bytes but `\r` (CRLF or CR line endings are refused rather than
-/// guessed) and NUL; an empty line is refused; a file with no keys is refused.
+/// line, any bytes but `\r` (refused as in `table load`: see
+/// [`crate::text::carriage_return`]) and NUL; an empty line is refused; a file with no keys is refused.
 pub fn hash_lines(input: impl Read, name: &str) -> Result<Vec<u64>, String> {
     let mut reader = BufReader::with_capacity(1 << 20, input);
     let mut hashes = Vec::new();
@@ -134,11 +135,8 @@ pub fn hash_lines(input: impl Read, name: &str) -> Result<Vec<u64>, String> {
         if line.last() == Some(&b'\n') {
             line.pop();
         }
-        if line.contains(&b'\r') {
-            return Err(format!(
-                "key file {name}, line {number}: carriage return (\\r) in a key; \
-                 keys are one per line with \\n (LF) line endings, convert CRLF files first"
-            ));
+        if let Some(e) = carriage_return(&line, &format!("key file {name}"), number) {
+            return Err(e);
         }
         if line.contains(&0) {
             return Err(format!(

@@ -1,7 +1,9 @@
-//! `fraghash experiment`: the write-ups' experiment (random short strings
-//! into N fragments) for every scheme, then one fragment more and one less,
+//! `fraghash experiment`: the experiment of Igor Ribeiro Sucupira's posts
+//! "Consistent hashing for Mnesia fragments" (2009), random short strings
+//! into N fragments, for every scheme, then one fragment more and one less,
 //! with tables, JSON and plots. See docs/experiment.md.
 
+mod axes;
 mod growth;
 mod keys;
 mod out;
@@ -27,7 +29,7 @@ pub const DEFAULT_SCHEMES: &str = "linear,ring,ring:1000,jump,slots";
 /// Key patterns for generated keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum KeyPattern {
-    /// Random short strings like the write-ups': length 5 to 15 over a-z and 0-9.
+    /// Random short strings as in the posts' experiment: length 5 to 15 over a-z and 0-9.
     Short,
     /// Counting keys `key-0`, `key-1`, ...
     Seq,
@@ -49,6 +51,8 @@ pub struct ExperimentArgs {
     #[arg(long, value_enum, default_value_t = KeyPattern::Short, conflicts_with = "keys_from")]
     pub key_pattern: KeyPattern,
     /// Read keys from FILE instead, one per line (`-`: standard input).
+    /// Lines end in LF; a carriage return (CR), a NUL byte or an empty line
+    /// is refused with its line number.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["keys", "seed"])]
     pub keys_from: Option<String>,
     /// Comma-separated scheme specs: linear, ring, ring:POINTS (points per fragment), jump, slots.
@@ -61,7 +65,10 @@ pub struct ExperimentArgs {
     /// Print one JSON document on stdout instead of the tables.
     #[arg(long)]
     pub json: bool,
-    /// Write distribution.png/.svg, growth.png/.svg, report.json and report.md into DIR.
+    /// Write distribution.png/.svg, growth.png/.svg, report.json and report.md
+    /// into DIR, all or nothing: a failed run, or one stopped by Ctrl-C,
+    /// SIGTERM or SIGHUP, leaves DIR as it was and removes its staging
+    /// directory .DIR.tmp-PID; the next run removes those of killed runs.
     #[arg(long, value_name = "DIR")]
     pub out: Option<std::path::PathBuf>,
     /// No progress bars.

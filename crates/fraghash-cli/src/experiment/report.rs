@@ -91,12 +91,12 @@ impl Report {
 
     fn headline(&self) -> String {
         format!(
-            "{} keys into {} fragments ({}): mean {} keys a fragment, binomial floor {} \
+            "{} into {} fragments ({}): mean {} a fragment, binomial floor {} \
              (the stddev a perfect scheme still shows by chance)",
-            thousands(self.keys),
+            keys(self.keys),
             self.fragments,
             self.key_source.describe(),
-            thousands(self.mean.round() as u64),
+            keys(self.mean.round() as u64),
             thousands(self.floor.round() as u64),
         )
     }
@@ -173,16 +173,16 @@ impl Report {
         [
             format!("Distribution over {n} fragments"),
             format!(
-                "Add fragment {n} ({} fragments): ideal move M/(N+1) = {} keys ({:.2}%)",
+                "Add fragment {n} ({} fragments): ideal move M/(N+1) = {} ({:.2}%)",
                 n + 1,
-                thousands((m / f64::from(n + 1)).round() as u64),
+                keys((m / f64::from(n + 1)).round() as u64),
                 100.0 / f64::from(n + 1)
             ),
             format!(
                 "Remove one fragment ({n} -> {}; the last for schemes that can only remove \
-                 the last, the middle one for the others): ideal move M/N = {} keys ({:.2}%)",
+                 the last, the middle one for the others): ideal move M/N = {} ({:.2}%)",
                 n - 1,
-                thousands((m / f64::from(n)).round() as u64),
+                keys((m / f64::from(n)).round() as u64),
                 100.0 / f64::from(n)
             ),
         ]
@@ -262,9 +262,11 @@ impl Report {
             "*scanned*: keys the plan reads; *sources*: fragments it reads; *touched*: \
              fragments that lose or gain keys; *exact*: the plan covers exactly the keys \
              that moved (checked on every key).\n\n\
-             For comparison, the write-ups' figures at 10,000,000 keys and 50 fragments \
-             (Mnesia, `erlang:phash2`): `mnesia_frag_hash` stddev 70,122, biggest 313,462; \
-             ring with 100 points per fragment stddev 21,275, biggest 257,371."
+             For comparison, the figures published in Igor Ribeiro Sucupira, \"Consistent \
+             hashing for Mnesia fragments\" (2009), at 10,000,000 random short strings and \
+             50 fragments in Mnesia (`erlang:phash2`): `mnesia_frag_hash` stddev 70,122, \
+             biggest 313,462; the post's ring with 100 points per fragment stddev 21,275, \
+             biggest 257,371."
         );
         o
     }
@@ -323,6 +325,11 @@ impl Table {
     }
 }
 
+/// A key count in words: "1 key", "0 keys", "10,000,000 keys".
+pub fn keys(n: u64) -> String {
+    format!("{} {}", thousands(n), if n == 1 { "key" } else { "keys" })
+}
+
 /// 1234567 -> "1,234,567".
 pub fn thousands(n: u64) -> String {
     let s = n.to_string();
@@ -346,5 +353,8 @@ mod tests {
         assert_eq!(thousands(999), "999");
         assert_eq!(thousands(1000), "1,000");
         assert_eq!(thousands(10_000_000), "10,000,000");
+        assert_eq!(keys(1), "1 key");
+        assert_eq!(keys(0), "0 keys");
+        assert_eq!(keys(1000), "1,000 keys");
     }
 }

@@ -1,7 +1,9 @@
 //! `fraghash table ...`: durable fragmented tables (see `docs/store.md`).
 //!
 //! Exit codes: 0 success; 1 a key not found (`get`) or problems found
-//! (`verify`); 2 an error (printed as one line on stderr).
+//! (`verify`); 2 an error (printed as one line on stderr). A closed standard
+//! output (`fraghash table scan DIR | head -1`) is a normal end: exit 0,
+//! nothing printed.
 
 mod cmd;
 
@@ -14,13 +16,17 @@ use clap::{Args, Subcommand};
 pub struct TableArgs {
     #[command(subcommand)]
     command: TableCommand,
+    /// No progress bar and no summary line (values, scans, stats, JSON,
+    /// problems and errors are still printed).
+    #[arg(long, short, global = true)]
+    quiet: bool,
 }
 
 #[derive(Subcommand)]
 enum TableCommand {
-    /// Create a table in DIR.
+    /// Create a table in DIR (a new or empty directory).
     Create {
-        /// Table directory (created if missing).
+        /// Table directory: created if missing; an existing one must be empty.
         dir: PathBuf,
         /// Scheme: slots, ring, ring:POINTS (points per fragment), jump, linear.
         #[arg(long, default_value = "slots")]
@@ -56,13 +62,17 @@ enum TableCommand {
         key: String,
     },
     /// Load `key<TAB>value` lines from FILE (or stdin: `-` or none).
+    ///
+    /// Lines end in LF; a carriage return (CR) anywhere in a line is refused
+    /// with its line number (convert CRLF files first, e.g. with dos2unix).
+    /// Empty lines are skipped; the key ends at the first TAB.
     Load {
         /// Table directory.
         dir: PathBuf,
         /// Input file; `-` or absent for stdin.
         file: Option<PathBuf>,
-        /// Records per batch.
-        #[arg(long, default_value_t = 10_000)]
+        /// Records per batch (at least 1).
+        #[arg(long, default_value_t = 10_000, value_parser = at_least_one)]
         batch: usize,
     },
     /// Print every record as `key<TAB>value`.
@@ -131,21 +141,29 @@ enum TableCommand {
 /// Options of the migrating commands.
 #[derive(Args)]
 struct MigrateArgs {
-    /// Records moved per batch.
-    #[arg(long, default_value_t = fraghash_store::DEFAULT_BATCH)]
+    /// Records moved per batch (at least 1).
+    #[arg(long, default_value_t = fraghash_store::DEFAULT_BATCH, value_parser = at_least_one)]
     batch: usize,
-    /// No progress bar.
-    #[arg(long)]
-    quiet: bool,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
 }
 
+/// `--batch`: a count of records, at least 1.
+fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("must be at least 1 record".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("not a count of records ({e})")),
+    }
+}
+
 /// Runs `fraghash table`; prints its own errors (one line) and returns the exit code.
 pub fn run(args: TableArgs) -> std::process::ExitCode {
-    match cmd::dispatch(args.command) {
+    match cmd::dispatch(args.command, args.quiet) {
         Ok(code) => std::process::ExitCode::from(code),
+        // The reader of our output went away (`| head`): a normal end.
+        Err(e) if cmd::is_broken_pipe(&*e) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("fraghash table: {e}");
             std::process::ExitCode::from(2)
