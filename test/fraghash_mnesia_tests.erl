@@ -4,7 +4,7 @@
 %% `FRAGHASH_TEST_DIR' (a scratch directory); `scripts/test-mnesia.sh' sets
 %% both up. The linear cross-check always uses 100,000 keys. The table
 %% tests use `FRAGHASH_TEST_RECORDS' records (default 20,000, not the
-%% issue's 100,000: with a full check after every one of the 112 steps per
+%% full size of 100,000: with a full check after every one of the 112 steps per
 %% module, 100,000 records take well over the suite's 4-minute budget on 2
 %% shared cores; set it to 100000 for the full size) and grow to
 %% `FRAGHASH_TEST_MAX_FRAGS' fragments (default 64).

@@ -94,7 +94,7 @@ thousands(S) ->
 key(I) -> "user-" ++ integer_to_list(I).
 
 %% @doc One line of the distribution table: `N' random short strings (5 to
-%% 16 letters and digits, as in the write-ups' experiment) over 50 fragments.
+%% 16 letters and digits, as in the 2009 posts' experiment) over 50 fragments.
 -spec distribution(module(), pos_integer()) -> ok.
 distribution(Mod, N) ->
     S = grow(Mod, Mod:init_state(dist, undefined), 49),
