@@ -41,6 +41,9 @@ recover(Tab, Entry) ->
 -spec finish_add(atom(), map()) -> ok.
 finish_add(Tab, #{op := add, n := N, moves := Moves}) ->
     step(Tab, add_cleanup),
+    %% First flush what the schema change wrote into disc_only_copies
+    %% fragments (dets's delayed-write cache), then delete.
+    ok = durable(Tab, N + 1),
     ok = delete_stale(Tab, [{K, From} || {K, From, _To, _Rec} <- Moves, From =/= none]),
     ok = durable(Tab, N + 1),
     step(Tab, add_done),
