@@ -162,9 +162,14 @@ controller(Dir, Tabs) ->
              true -> case rand:uniform(2) of 1 -> add; 2 -> del end
          end,
     mark(Dir, "enter ~s ~s ~b", [Tab, Op, N]),
-    Res = case Op of
-              add -> fraghash_frag:add_frag(Tab, [node()]);
-              del -> fraghash_frag:del_frag(Tab)
+    Res = case {Op, os:getenv("FRAGHASH_TORTURE_PLAIN")} of
+              %% The negative control: Mnesia's own change_table_frag, to
+              %% show that this test finds what goes wrong without the
+              %% safe path.
+              {add, "1"} -> mnesia:change_table_frag(Tab, {add_frag, [node()]});
+              {del, "1"} -> mnesia:change_table_frag(Tab, del_frag);
+              {add, _} -> fraghash_frag:add_frag(Tab, [node()]);
+              {del, _} -> fraghash_frag:del_frag(Tab)
           end,
     case Res of
         {atomic, ok} -> mark(Dir, "leave ~s ~s", [Tab, Op]);

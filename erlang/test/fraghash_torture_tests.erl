@@ -67,7 +67,7 @@ kill_run(Dir, Run) ->
     Port = start_child(Dir, Run, "work"),
     {os_pid, OsPid} = erlang:port_info(Port, os_pid),
     Where =
-        case rand:uniform(100) =< 15 of
+        case rand:uniform(100) =< 20 of
             true ->
                 %% During recovery (which finishes what the last kill left).
                 wait_mark(Marks, From, "recover_start", 120000),
