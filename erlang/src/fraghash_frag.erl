@@ -27,8 +27,8 @@
 %% moved; {@link recover/0} uses it after a crash.
 -module(fraghash_frag).
 
--export([add_frag/2, del_frag/1, recover/0, recover/1, stale_copies/1, repair/1,
-         hash/1, frag_name/2, set_step_hook/1]).
+-export([add_frag/2, relieve/3, del_frag/1, recover/0, recover/1, stale_copies/1, repair/1,
+         hash/1, frag_name/2, disc_bytes/1, set_step_hook/1]).
 %% Shared with fraghash_frag_recovery.
 -export([batches/2, durable/2, step/2]).
 
@@ -44,7 +44,32 @@
 %% interrupted operation on `Tab' first.
 -spec add_frag(atom(), [node()]) -> {atomic, ok} | {aborted, term()}.
 add_frag(Tab, Nodes) ->
-    serialized(Tab, fun() -> with_recovery(Tab, fun() -> do_add_frag(Tab, Nodes) end) end).
+    serialized(Tab, fun() -> with_recovery(Tab, fun() -> do_add_frag(Tab, Nodes, none) end) end).
+
+%% @doc `mnesia_frag_slots' only: adds a fragment on `Nodes' that takes half
+%% of one fragment's slots and nothing else, so that fragment halves and
+%% only it is scanned; `Which' is a fragment number or `largest' (the one
+%% with the most bytes on disc on this node). Crash-safe as {@link add_frag/2}.
+-spec relieve(atom(), [node()], pos_integer() | largest) -> {atomic, ok} | {aborted, term()}.
+relieve(Tab, Nodes, Which) ->
+    serialized(Tab, fun() -> with_recovery(Tab, fun() -> do_relieve(Tab, Nodes, Which) end) end).
+
+do_relieve(Tab, Nodes, Which) ->
+    case {hash(Tab), Which} of
+        {{mnesia_frag_slots, _, _}, largest} ->
+            do_add_frag(Tab, Nodes, {Tab, largest(Tab)});
+        {{mnesia_frag_slots, _, N}, F} when is_integer(F), F >= 1, F =< N ->
+            do_add_frag(Tab, Nodes, {Tab, F});
+        {{mnesia_frag_slots, _, N}, _} ->
+            {aborted, {fraghash, no_such_fragment,
+                       lists:flatten(io_lib:format("~s has fragments 1..~b: name one of them "
+                                                   "or largest", [Tab, N]))}};
+        {{Mod, _, _}, _} ->
+            {aborted, {fraghash, relieve_needs_slots,
+                       lists:flatten(io_lib:format("~s uses ~s; only mnesia_frag_slots can "
+                                                   "relieve one fragment: use add_frag/2",
+                                                   [Tab, Mod]))}}
+    end.
 
 %% @doc Removes the last fragment of `Tab', as
 %% `mnesia:change_table_frag(Tab, del_frag)' does, crash-safely. Returns
@@ -133,7 +158,7 @@ set_step_hook(Fun) when is_function(Fun, 2) ->
 
 %%% add_frag
 
-do_add_frag(Tab, Nodes) ->
+do_add_frag(Tab, Nodes, Relieve) ->
     {_Mod, _S, N} = hash(Tab),
     New = frag_name(Tab, N + 1),
     ok = fraghash_frag_recovery:remove_leftover_files(New),
@@ -144,7 +169,7 @@ do_add_frag(Tab, Nodes) ->
                 Entry = #{op => add, n => N, moves => moves(Moves)},
                 fraghash_journal:write_from_other_process(Tab, Entry)
         end,
-    case schema_change(Tab, {add_frag, Nodes}, Journal) of
+    case schema_change(Tab, {add_frag, Nodes}, Relieve, Journal) of
         {atomic, ok} ->
             step(Tab, add_committed),
             Entry = fraghash_journal:read(Tab),
@@ -201,7 +226,7 @@ del_attempts(Tab, Mod, S, N, Prev, Attempts) ->
                 Entry = #{op => del, n => N, phase => verified, copies => moves(Moves)},
                 fraghash_journal:write_from_other_process(Tab, Entry)
         end,
-    case schema_change(Tab, del_frag, Verify) of
+    case schema_change(Tab, del_frag, none, Verify) of
         {atomic, ok} ->
             step(Tab, del_committed),
             fraghash_frag_recovery:finish_del(Tab, fraghash_journal:read(Tab)),
@@ -258,14 +283,16 @@ verify_hidden_copies(Moves, Copies) ->
 %% its table locks and computed the moves, before anything is applied.
 %% `?SAFE_PATH_KEY' tells the fraghash hash modules, called in this process,
 %% that the change is made by this module (plain change_table_frag on a disc
-%% table is refused; see fraghash_mnesia).
-schema_change(Tab, Change, Check) ->
+%% table is refused; see fraghash_mnesia); `fraghash_relieve', when
+%% `Relieve' is `{Tab, Frag}', makes mnesia_frag_slots split Frag.
+schema_change(Tab, Change, Relieve, Check) ->
     mnesia_schema:schema_transaction(
       fun() ->
               TidTs = mnesia_schema:get_tid_ts_and_lock(schema, write),
               put(?SAFE_PATH_KEY, Tab),
+              put(fraghash_relieve, Relieve),
               OpLists = try mnesia_frag:change_table_frag(Tab, Change)
-                        after erase(?SAFE_PATH_KEY)
+                        after erase(?SAFE_PATH_KEY), erase(fraghash_relieve)
                         end,
               Ops = case OpLists of
                         [TabOps] -> TabOps;
@@ -304,6 +331,20 @@ step(Tab, Step) ->
         undefined -> ok;
         Fun -> _ = Fun(Tab, Step), ok
     end.
+
+%% The fragment with the most bytes on disc on this node.
+largest(Tab) ->
+    {_, _, N} = hash(Tab),
+    {_, F} = lists:max([{disc_bytes(frag_name(Tab, F)), F} || F <- lists:seq(1, N)]),
+    F.
+
+%% @doc The bytes a fragment's files take in Mnesia's directory on this
+%% node (.DAT for disc_only_copies, .DCD plus .DCL for disc_copies).
+-spec disc_bytes(atom()) -> non_neg_integer().
+disc_bytes(Frag) ->
+    Dir = mnesia:system_info(directory),
+    lists:sum([filelib:file_size(filename:join(Dir, atom_to_list(Frag) ++ Ext))
+               || Ext <- [".DAT", ".DCD", ".DCL"]]).
 
 with_recovery(Tab, Op) ->
     case recover(Tab) of

@@ -75,21 +75,33 @@ undo_copies(Tab, Copies) ->
 
 %% An operation whose schema change did not commit: the journal holds, for
 %% every record it would have moved, the value it had under the change's
-%% locks, which nothing changed since. Each goes back to its old fragment;
-%% its copy elsewhere, and a fragment table the change left behind, go.
+%% locks. Each key goes back to its old fragment, newest value first: a
+%% value in the fragment it would have moved to that differs from the
+%% journal's was written after the change (only possible if Mnesia released
+%% the change's locks and then lost its decision, see the docs); else the
+%% old fragment's own record; else the journal's. Its copy elsewhere, and a
+%% fragment table the change left behind, go.
 rollback(Tab, #{n := N} = Entry, N, Orphan) ->
     step(Tab, rollback),
     Moves = maps:get(moves, Entry, maps:get(copies, Entry, [])),
     Last = frag_name(Tab, N),
     Tables = mnesia:system_info(tables),
-    Back = [{case From of none -> Last; _ -> From end, To, Rec}
-            || {_K, From, To, Rec} <- Moves],
+    Back = [{K, case From of none -> Last; _ -> From end, To, Rec}
+            || {K, From, To, Rec} <- Moves],
     {atomic, ok} =
-        batches(fun({From, To, Rec}) ->
-                        ok = mnesia:write(From, Rec, write),
-                        case To =/= Orphan andalso lists:member(To, Tables) of
-                            true -> mnesia:delete(To, element(2, Rec), write);
-                            false -> ok
+        batches(fun({K, From, To, Rec}) ->
+                        There = case lists:member(To, Tables) of
+                                    true -> mnesia:read(To, K, write);
+                                    false -> []
+                                end,
+                        case {There, mnesia:read(From, K, write)} of
+                            {[Newer], _} when Newer =/= Rec -> mnesia:write(From, Newer, write);
+                            {_, []} -> mnesia:write(From, Rec, write);
+                            {_, _} -> ok
+                        end,
+                        case There of
+                            [] -> ok;
+                            _ -> mnesia:delete(To, K, write)
                         end
                 end, Back),
     case Orphan of

@@ -73,8 +73,18 @@ add_frag(Scheme, #fraghash_state{scheme = Scheme, n = N, opts = Opts,
                 {FD, FB, [], [N1]};
             false ->
                 ok = built_dir(),
-                W = weight(N1, Opts),
-                nif(fun() -> fraghash_nif:add_frag(D, B, W, donors(Opts)) end)
+                case get(fraghash_relieve) of
+                    {Tab, Frag} when Tab =:= S#fraghash_state.table, Scheme =:= slots ->
+                        %% fraghash_frag:relieve/3: the new fragment takes
+                        %% half of Frag's slots, nothing else moves.
+                        nif(fun() -> fraghash_nif:split_frag(D, B, Frag) end);
+                    {Tab, _} when Tab =:= S#fraghash_state.table ->
+                        mnesia:abort({fraghash, relieve_needs_slots,
+                                      "only mnesia_frag_slots can relieve one fragment"});
+                    _ ->
+                        W = weight(N1, Opts),
+                        nif(fun() -> fraghash_nif:add_frag(D, B, W, donors(Opts)) end)
+                end
         end,
     {S#fraghash_state{n = N1, digest = D2, bytes = B2}, Iter, Lock};
 add_frag(Scheme, Bad) ->
@@ -142,12 +152,15 @@ module_of(linear) -> mnesia_frag_linear.
 %% change with the marker below set in the process that calls this hash
 %% module. Outside a transaction (a direct call on a state) and while the
 %% table is being created nothing moves, and ram_copies tables lose nothing
-%% on disc: allowed.
+%% on disc: allowed. The application environment variable
+%% `{fraghash, allow_unsafe_change_table_frag, true}' lets plain calls
+%% through (to measure them against the safe path, or to accept the risk).
 refuse_unsafe_change(#fraghash_state{table = Tab}, Op) ->
     InTransaction = get(mnesia_activity_state) =/= undefined,
     SafePath = get(fraghash_safe_path) =:= Tab,
-    case InTransaction andalso not SafePath andalso not creating(Tab)
-        andalso has_disc_copies(Tab) of
+    Allowed = application:get_env(fraghash, allow_unsafe_change_table_frag, false),
+    case InTransaction andalso not SafePath andalso Allowed =/= true
+        andalso not creating(Tab) andalso has_disc_copies(Tab) of
         true ->
             Safe = case Op of
                        add_frag -> "fraghash_frag:add_frag/2";
