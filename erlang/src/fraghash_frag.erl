@@ -167,7 +167,8 @@ do_add_frag(Tab, Nodes, Relieve) ->
         fun(Moves) ->
                 check_only_moves_to(New, Moves),
                 Entry = #{op => add, n => N, moves => moves(Moves)},
-                fraghash_journal:write_from_other_process(Tab, Entry)
+                ok = fraghash_journal:write_from_other_process(Tab, Entry),
+                step(Tab, add_journaled)
         end,
     case schema_change(Tab, {add_frag, Nodes}, Relieve, Journal) of
         {atomic, ok} ->
@@ -224,7 +225,8 @@ del_attempts(Tab, Mod, S, N, Prev, Attempts) ->
         fun(Moves) ->
                 verify_hidden_copies(Moves, Copies),
                 Entry = #{op => del, n => N, phase => verified, copies => moves(Moves)},
-                fraghash_journal:write_from_other_process(Tab, Entry)
+                ok = fraghash_journal:write_from_other_process(Tab, Entry),
+                step(Tab, del_verified)
         end,
     case schema_change(Tab, del_frag, none, Verify) of
         {atomic, ok} ->

@@ -4,10 +4,12 @@
 %% acknowledgement logs, then runs writers and a controller that grows and
 %% shrinks the tables through `fraghash_frag' until the parent kills it.
 %%
-%% Files in the run directory (all appended with whole-line writes, which
-%% a kill -9 of this process cannot tear or lose: they are in the kernel):
+%% Files in the run directory (all appended with single writes, which a
+%% kill -9 of this process cannot lose once they returned: they are in the
+%% kernel):
 %% <ul>
-%% <li>`ack_<table>.log': per writer, `{intent, Seq, Key, Value}' before a
+%% <li>`ack_<table>.log': per writer, framed terms (32-bit size, then
+%% `term_to_binary'): `{intent, Seq, Key, Value}' before a
 %% transaction and `{ack, Seq, Key, Value}' once the transaction returned
 %% and a later `mnesia:sync_log()' returned (`Value' is `deleted' for a
 %% delete), each followed by `file:datasync/1';</li>
@@ -149,8 +151,10 @@ dets_sync(Tabs) ->
 frags(Tab) ->
     mnesia:activity(async_dirty, fun() -> mnesia:table_info(Tab, frag_names) end, [], mnesia_frag).
 
+%% One framed term per entry (a torn last entry is ignored when read).
 log_line(Log, Term) ->
-    ok = file:write(Log, io_lib:format("~w.~n", [Term])),
+    Bin = term_to_binary(Term),
+    ok = file:write(Log, <<(byte_size(Bin)):32, Bin/binary>>),
     ok = file:datasync(Log).
 
 controller(Dir, Tabs) ->
@@ -194,22 +198,14 @@ expected(Dir, Tab) ->
 
 read_terms(File) ->
     case file:read_file(File) of
-        {ok, Bin} ->
-            Lines = binary:split(Bin, <<"\n">>, [global, trim_all]),
-            lists:filtermap(
-              fun(L) ->
-                      case erl_scan:string(binary_to_list(L)) of
-                          {ok, Toks, _} ->
-                              case erl_parse:parse_term(Toks) of
-                                  {ok, T} -> {true, T};
-                                  _ -> false
-                              end;
-                          _ -> false
-                      end
-              end, Lines);
-        {error, enoent} ->
-            []
+        {ok, Bin} -> frames(Bin, []);
+        {error, enoent} -> []
     end.
+
+frames(<<Size:32, Bin:Size/binary, Rest/binary>>, Acc) ->
+    frames(Rest, [binary_to_term(Bin) | Acc]);
+frames(_Torn, Acc) ->
+    lists:reverse(Acc).
 
 %% Checks a case table and its control; repairs what Mnesia lost, so that
 %% the next check counts only new losses.
@@ -220,13 +216,22 @@ check_case(Dir, Run, Tab) ->
     %% Ours: what the migrated table lost or got wrong that the control
     %% kept (for disc_copies the control keeps everything Mnesia promises).
     Ours = [K || K <- CaseBad, not lists:member(K, CtlBad)],
-    Counts = maps:merge(Case, #{ours => length(Ours), ours_keys => lists:sublist(Ours, 5),
+    Counts = maps:merge(Case, #{ours => length(Ours),
+                                ours_keys => [{K, maps:get(K, Exp, none), found(Tab, K),
+                                               found(control(Tab), K)}
+                                              || K <- lists:sublist(Ours, 5)],
                                 control => Ctl}),
     {ok, F} = file:open(filename:join(Dir, "results.log"), [append, raw]),
     ok = file:write(F, io_lib:format("~w.~n", [{check, Run, Tab, Counts}])),
     ok = file:datasync(F),
     ok = file:close(F),
     repair(Dir, Run, Tab, Exp, lists:usort(CaseBad ++ CtlBad)).
+
+found(Tab, K) ->
+    {Mod, S, N} = fraghash_frag:hash(Tab),
+    [{F, mnesia:dirty_read(fraghash_frag:frag_name(Tab, F), K)} || F <- lists:seq(1, N),
+                                                                   mnesia:dirty_read(fraghash_frag:frag_name(Tab, F), K) =/= []]
+        ++ [{routed, Mod:key_to_frag_number(S, K)}].
 
 %% Returns {Counts, BadKeys}: keys whose value is not one of those allowed,
 %% plus structural faults counted in Counts.
