@@ -231,6 +231,10 @@ del_attempts(Tab, Mod, S, N, Prev, Attempts) ->
     case schema_change(Tab, del_frag, none, Verify) of
         {atomic, ok} ->
             step(Tab, del_committed),
+            %% Dump the log now, so that the removed fragment's
+            %% delete_table is never replayed at a restart after a fragment
+            %% of the same number exists again.
+            dumped = mnesia:dump_log(),
             fraghash_frag_recovery:finish_del(Tab, fraghash_journal:read(Tab)),
             {atomic, ok};
         {aborted, {fraghash, hidden_copies_changed, _}} ->

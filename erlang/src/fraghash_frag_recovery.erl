@@ -75,12 +75,14 @@ undo_copies(Tab, Copies) ->
 
 %% An operation whose schema change did not commit: the journal holds, for
 %% every record it would have moved, the value it had under the change's
-%% locks. Each key goes back to its old fragment, newest value first: a
-%% value in the fragment it would have moved to that differs from the
-%% journal's was written after the change (only possible if Mnesia released
-%% the change's locks and then lost its decision, see the docs); else the
-%% old fragment's own record; else the journal's. Its copy elsewhere, and a
-%% fragment table the change left behind, go.
+%% locks, which no writer changed since. Each key goes back to its old
+%% fragment with that value, even over what the old fragment holds on disc
+%% (Mnesia can bring back an older value there: seen in the kill -9 test
+%% on a fragment deleted and created again), unless the fragment it would
+%% have moved to holds a different value, which can only have been written
+%% after the change (if Mnesia released the change's locks and then lost
+%% its decision, see the docs). Its copy elsewhere, and a fragment table the
+%% change left behind, go.
 rollback(Tab, #{n := N} = Entry, N, Orphan) ->
     step(Tab, rollback),
     Moves = maps:get(moves, Entry, maps:get(copies, Entry, [])),
@@ -94,10 +96,9 @@ rollback(Tab, #{n := N} = Entry, N, Orphan) ->
                                     true -> mnesia:read(To, K, write);
                                     false -> []
                                 end,
-                        case {There, mnesia:read(From, K, write)} of
-                            {[Newer], _} when Newer =/= Rec -> mnesia:write(From, Newer, write);
-                            {_, []} -> mnesia:write(From, Rec, write);
-                            {_, _} -> ok
+                        case There of
+                            [Newer] when Newer =/= Rec -> mnesia:write(From, Newer, write);
+                            _ -> mnesia:write(From, Rec, write)
                         end,
                         case There of
                             [] -> ok;

@@ -58,7 +58,8 @@ faulty(#{ours := Ours, duplicates := D, misplaced := M, sizes_add_up := S,
          frag_names_match := F, orphans := O, journal_left := J}) ->
     Ours > 0 orelse D > 0 orelse M > 0 orelse not S orelse not F orelse O > 0 orelse J > 0.
 
-recovery_kills(Kills) -> length([K || K <- Kills, K =:= recovery]).
+recovery_kills(Kills) ->
+    length([K || K <- Kills, K =:= recovery orelse K =:= {recovery, pending}]).
 
 %% Starts the child, kills it at a chosen moment, returns where it was.
 kill_run(Dir, Run) ->
@@ -78,7 +79,7 @@ kill_run(Dir, Run) ->
                 wait_mark(Marks, From, "running", 120000),
                 timer:sleep(100 + rand:uniform(1200)),
                 %% Aim: wait (briefly) until a migration step is under way.
-                wait_inside(Marks, From, 40),
+                wait_inside(Marks, From, 100),
                 timer:sleep(rand:uniform(60) - 1),
                 kill(OsPid),
                 last_state(Marks, From)
@@ -89,22 +90,29 @@ kill_run(Dir, Run) ->
 kill(OsPid) ->
     os:cmd("kill -9 " ++ integer_to_list(OsPid)).
 
-%% recovery | migration | outside, from the last marks before the kill.
+%% recovery | {recovery, pending} | {migration, LastStep} | outside, from the
+%% marks the child wrote before the kill.
 last_state(Marks, From) ->
     Lines = mark_lines(Marks, From),
     case lists:member("checked", Lines) of
         false ->
-            recovery;
+            case [L || "recover_start " ++ L <- Lines] of
+                ["[]"] -> recovery;
+                [_] -> {recovery, pending};
+                [] -> recovery
+            end;
         true ->
             Open = lists:foldl(
-                     fun("enter " ++ _, _) -> true;
+                     fun("enter " ++ _, _) -> "enter";
                         ("leave " ++ _, _) -> false;
                         ("failed " ++ _, _) -> false;
+                        ("step " ++ Step, Acc) when Acc =/= false ->
+                            lists:last(string:split(Step, " ", all));
                         (_, Acc) -> Acc
                      end, false, Lines),
             case Open of
-                true -> migration;
-                false -> outside
+                false -> outside;
+                Step -> {migration, Step}
             end
     end.
 
@@ -112,7 +120,7 @@ wait_inside(_Marks, _From, 0) ->
     ok;
 wait_inside(Marks, From, Tries) ->
     case last_state(Marks, From) of
-        migration -> ok;
+        {migration, _} -> ok;
         _ -> timer:sleep(5), wait_inside(Marks, From, Tries - 1)
     end.
 
@@ -169,9 +177,16 @@ fraghash_torture_child_results(Dir) ->
     Terms.
 
 report(Kills, Checks) ->
-    io:format(user, "~ntorture: ~b kills: ~b inside a migration, ~b during recovery, ~b outside~n",
-              [length(Kills), length([K || K <- Kills, K =:= migration]),
-               recovery_kills(Kills), length([K || K <- Kills, K =:= outside])]),
+    Steps = lists:foldl(fun({migration, S}, Acc) -> maps:update_with(S, fun(C) -> C + 1 end, 1, Acc);
+                           (_, Acc) -> Acc
+                        end, #{}, Kills),
+    io:format(user, "~ntorture: ~b kills: ~b inside a migration (last step seen: ~s), "
+              "~b during recovery (~b of them with an operation to recover), ~b outside~n",
+              [length(Kills), lists:sum(maps:values(Steps)),
+               string:join([io_lib:format("~s ~b", [S, C]) || {S, C} <- lists:sort(maps:to_list(Steps))],
+                           ", "),
+               recovery_kills(Kills), length([K || K <- Kills, K =:= {recovery, pending}]),
+               length([K || K <- Kills, K =:= outside])]),
     lists:foreach(
       fun({M, T}) ->
               Tab = fraghash_torture_child:table(M, T),
