@@ -151,10 +151,13 @@ file_size(F) ->
 
 start_child(Dir, Run, Mode) ->
     Erl = os:find_executable("erl"),
-    Ebin = filename:dirname(code:which(?MODULE)),
+    %% The test modules and the adapter may be built into different
+    %% directories (rebar3 keeps test modules apart).
+    Dirs = lists:usort([filename:dirname(code:which(M))
+                        || M <- [?MODULE, fraghash_torture_child, fraghash_frag]]),
     Eval = io_lib:format("fraghash_torture_child:main([~p, \"~b\", ~p]).", [Dir, Run, Mode]),
     open_port({spawn_executable, Erl},
-              [{args, ["-noshell", "-pa", Ebin, "-eval", lists:flatten(Eval)]},
+              [{args, ["-noshell", "-pa" | Dirs] ++ ["-eval", lists:flatten(Eval)]},
                exit_status, stderr_to_stdout, binary,
                {line, 1000}, {cd, Dir}]).
 

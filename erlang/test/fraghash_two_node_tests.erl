@@ -139,10 +139,12 @@ read_all(Tab, Count) ->
 
 start_peer(Name, Dir) ->
     ok = filelib:ensure_path(Dir),
-    Ebin = filename:dirname(code:which(?MODULE)),
+    %% The test modules and the adapter may be built into different
+    %% directories (rebar3 keeps test modules apart).
+    Dirs = lists:usort([filename:dirname(code:which(M)) || M <- [?MODULE, fraghash_frag]]),
     {ok, Peer, Node} = peer:start(#{name => Name, host => "localhost",
-                                    args => ["-pa", Ebin, "-mnesia", "dir",
-                                             "\"" ++ Dir ++ "\""]}),
+                                    args => ["-pa" | Dirs] ++ ["-mnesia", "dir",
+                                                               "\"" ++ Dir ++ "\""]}),
     OsPid = rpc:call(Node, os, getpid, []),
     ok = file:write_file(filename:join(scratch(), "peer.pids"), [OsPid, "\n"], [append]),
     {Peer, Node}.
