@@ -358,9 +358,23 @@ with_recovery(Tab, Op) ->
         {error, Reason} -> {aborted, {fraghash, recovery_failed, Reason}}
     end.
 
-%% One safe operation per table at a time, cluster-wide.
+%% One safe operation per table at a time, cluster-wide; a table that does
+%% not exist or is not fragmented is refused with a reason.
 serialized(Tab, Fun) ->
-    global:trans({{?MODULE, Tab}, self()}, Fun).
+    case catch mnesia:table_info(Tab, frag_properties) of
+        {'EXIT', _} ->
+            {aborted, {no_exists, Tab}};
+        [] ->
+            {aborted, {fraghash, not_fragmented,
+                       lists:flatten(io_lib:format("~p is not a fragmented table", [Tab]))}};
+        _ ->
+            global:trans({{?MODULE, Tab}, self()},
+                         fun() ->
+                                 try Fun()
+                                 catch exit:{aborted, Reason} -> {aborted, Reason}
+                                 end
+                         end)
+    end.
 
 misplaced(Tab) ->
     {Mod, S, N} = hash(Tab),

@@ -82,6 +82,10 @@ refused() ->
     {atomic, ok} = fraghash_frag:add_frag(safety_refused, [node()]),
     {atomic, ok} = fraghash_frag:del_frag(safety_refused),
     check(safety_refused, 3),
+    %% Bad tables: a reason, no crash.
+    ?assertEqual({aborted, {no_exists, safety_nope}}, fraghash_frag:add_frag(safety_nope, [node()])),
+    {atomic, ok} = mnesia:create_table(safety_plain, [{attributes, [key, val]}]),
+    ?assertMatch({aborted, {fraghash, not_fragmented, _}}, fraghash_frag:del_frag(safety_plain)),
     %% ram_copies: nothing on disc to lose, plain calls allowed.
     {atomic, ok} =
         mnesia:create_table(safety_ram, [{attributes, [key, val]},
