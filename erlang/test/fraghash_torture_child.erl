@@ -2,7 +2,9 @@
 %% started as an OS process, it starts Mnesia on a disc schema, recovers
 %% (`fraghash_frag:recover/0'), checks every table against the
 %% acknowledgement logs, then runs writers and a controller that grows and
-%% shrinks the tables through `fraghash_frag' until the parent kills it.
+%% shrinks the tables through `fraghash_frag' (on the `mnesia_frag_slots'
+%% tables, one grow in three is a `relieve' of the largest fragment) until
+%% the parent kills it.
 %%
 %% Files in the run directory (all appended with single writes, which a
 %% kill -9 of this process cannot lose once they returned: they are in the
@@ -160,10 +162,16 @@ log_line(Log, Term) ->
 controller(Dir, Tabs) ->
     Tab = lists:nth(rand:uniform(length(Tabs)), Tabs),
     {_, _, N} = fraghash_frag:hash(Tab),
+    Grow = case {Tab, rand:uniform(3)} of
+               %% slots tables: one add in three relieves the largest fragment.
+               {tt_slots_dc, 1} -> relieve;
+               {tt_slots_doc, 1} -> relieve;
+               _ -> add
+           end,
     Op = if
-             N =< ?MIN_FRAGS -> add;
+             N =< ?MIN_FRAGS -> Grow;
              N >= ?MAX_FRAGS -> del;
-             true -> case rand:uniform(2) of 1 -> add; 2 -> del end
+             true -> case rand:uniform(2) of 1 -> Grow; 2 -> del end
          end,
     mark(Dir, "enter ~s ~s ~b", [Tab, Op, N]),
     Res = case {Op, os:getenv("FRAGHASH_TORTURE_PLAIN")} of
@@ -173,6 +181,8 @@ controller(Dir, Tabs) ->
               {add, "1"} -> mnesia:change_table_frag(Tab, {add_frag, [node()]});
               {del, "1"} -> mnesia:change_table_frag(Tab, del_frag);
               {add, _} -> fraghash_frag:add_frag(Tab, [node()]);
+              {relieve, "1"} -> mnesia:change_table_frag(Tab, {add_frag, [node()]});
+              {relieve, _} -> fraghash_frag:relieve(Tab, [node()], largest);
               {del, _} -> fraghash_frag:del_frag(Tab)
           end,
     case Res of
