@@ -45,6 +45,7 @@ scratch() ->
 torture() ->
     Dir = filename:join(scratch(), "torture_" ++ os:getpid()),
     ok = filelib:ensure_path(Dir),
+    erlang:put(torture_dir, Dir),
     rand:seed(exsss, {20, 9, 2026}),
     Kills = [kill_run(Dir, Run) || Run <- lists:seq(1, kills())],
     %% A last start checks what the last kill left, then stops cleanly.
@@ -184,12 +185,18 @@ run_child(Dir, Run, Mode) ->
     wait_exit(start_child(Dir, Run, Mode)).
 
 wait_exit(Port) ->
+    {ok, Console} = file:open(filename:join(erlang:get(torture_dir), "console.log"),
+                              [append, raw]),
+    try wait_exit(Port, Console) after file:close(Console) end.
+
+%% The child's console (Mnesia's and dets's repair reports) goes to
+%% console.log in the run directory; the child's findings go to its files.
+wait_exit(Port, Console) ->
     receive
         {Port, {exit_status, S}} -> S;
-        {Port, {data, {_, _Line}}} ->
-            %% The child's console (Mnesia's repair reports); its own
-            %% findings go to its files.
-            wait_exit(Port)
+        {Port, {data, {_, Line}}} ->
+            ok = file:write(Console, [Line, $\n]),
+            wait_exit(Port, Console)
     after 300000 ->
             error(child_did_not_exit)
     end.
