@@ -1,63 +1,110 @@
-%% @doc Durable `add_frag' and `del_frag' for fragmented `disc_copies'
-%% tables, and a repair for tables already hit by the Mnesia problem below.
-%% Works with any hash module, `mnesia_frag_hash' included.
+%% @doc Crash-safe `add_frag' and `del_frag' for fragmented `disc_copies'
+%% and `disc_only_copies' tables, with any hash module (`mnesia_frag_hash'
+%% included), and the recovery that finishes or undoes an operation a
+%% crash interrupted. The safety argument, step by step, is in
+%% docs/mnesia-disc-safety.md; in short:
 %%
-%% Mnesia 4.21.3 (OTP 25) does not always make durable the record moves
-%% that `mnesia:change_table_frag/2' does inside its schema transaction:
-%% after a restart (or a node's restart in a cluster), records that a
-%% `del_frag' merged into other fragments can be gone, and records that an
-%% `add_frag' moved out of a fragment can be back in it as stale copies
-%% (which a later `add_frag' then aborts on with "Fragment not locked").
-%% The in-memory tables are right; only what is on disc is not.
-%%
-%% {@link add_frag/2} and {@link del_frag/1} run the schema change and then
-%% repeat its record moves as ordinary transactions, which Mnesia logs and
-%% replays correctly: after `add_frag', each record now in the new fragment
-%% is deleted from the fragment it came from (a no-op in memory); after
-%% `del_frag', each record that came from the removed fragment is written
-%% again where it now lives. The cost is one operation per moved record.
+%% Mnesia 4.21.3 (OTP 25) does not always bring to disc the record moves
+%% that `mnesia:change_table_frag/2' makes inside its schema transaction: a
+%% fragment that Mnesia dumps from RAM while it applies the schema change
+%% (`mnesia_dumper:open_disc_copies') skips them. Such a dump can only
+%% happen to a fragment that existed before the operation, never to the
+%% one an `add_frag' creates, and what it skips are the writes into and
+%% the deletes from existing fragments. So:
+%% <ul>
+%% <li>`del_frag' first copies every record that will move into the
+%% fragment it moves to, in ordinary transactions (hidden copies: the hash
+%% module still routes those keys to their old fragment), then runs the
+%% schema change, which checks under its table locks that each of its
+%% moves writes exactly the copy already there. The moves are then no-ops
+%% whether or not they reach disc.</li>
+%% <li>`add_frag' runs the schema change; its writes into the new fragment
+%% reach disc before the change commits, and its deletes from the old
+%% fragments, which may not, are redone by ordinary transactions after.</li>
+%% </ul>
+%% Both write, under the schema transaction's table locks and before it
+%% commits, a journal entry (`fraghash_journal') with the exact records
+%% moved; {@link recover/0} uses it after a crash.
 -module(fraghash_frag).
 
--export([add_frag/2, del_frag/1, stale_copies/1, repair/1, hash/1]).
+-export([add_frag/2, relieve/3, del_frag/1, recover/0, recover/1, stale_copies/1, repair/1,
+         hash/1, frag_name/2, disc_bytes/1, set_step_hook/1]).
+%% Shared with fraghash_frag_recovery.
+-export([batches/2, durable/2, step/2]).
 -export([distribution/1, info/1, fragment_size/1]).
 
 -include("fraghash.hrl").
 
 -define(BATCH, 500).
+-define(MAX_ATTEMPTS, 20).
+-define(SAFE_PATH_KEY, fraghash_safe_path).
 
-%% @doc `mnesia:change_table_frag(Tab, {add_frag, Nodes})', then the moved
-%% records' deletions from their old fragments, made durable.
+%%% API
+
+%% @doc Adds a fragment to `Tab' on `Nodes', as
+%% `mnesia:change_table_frag(Tab, {add_frag, Nodes})' does, crash-safely.
+%% Returns only once the new layout is on disc. Finishes or undoes an
+%% interrupted operation on `Tab' first.
 -spec add_frag(atom(), [node()]) -> {atomic, ok} | {aborted, term()}.
 add_frag(Tab, Nodes) ->
-    {Mod, Old, N} = hash(Tab),
-    case mnesia:change_table_frag(Tab, {add_frag, Nodes}) of
-        {atomic, ok} ->
-            New = frag_name(Tab, N + 1),
-            Keys = mnesia:dirty_all_keys(New),
-            Dels = [{frag_name(Tab, Mod:key_to_frag_number(Old, K)), K} || K <- Keys],
-            batches(fun({F, K}) -> mnesia:delete(F, K, write) end, Dels);
-        Aborted ->
-            Aborted
+    serialized(Tab, fun() -> with_recovery(Tab, fun() -> do_add_frag(Tab, Nodes, none) end) end).
+
+%% @doc `mnesia_frag_slots' only: adds a fragment on `Nodes' that takes half
+%% of one fragment's slots and nothing else, so that fragment halves and
+%% only it is scanned; `Which' is a fragment number or `largest' (the one
+%% with the most bytes on disc on this node). Crash-safe as {@link add_frag/2}.
+-spec relieve(atom(), [node()], pos_integer() | largest) -> {atomic, ok} | {aborted, term()}.
+relieve(Tab, Nodes, Which) ->
+    serialized(Tab, fun() -> with_recovery(Tab, fun() -> do_relieve(Tab, Nodes, Which) end) end).
+
+do_relieve(Tab, Nodes, Which) ->
+    case {hash(Tab), Which} of
+        {{mnesia_frag_slots, _, _}, largest} ->
+            do_add_frag(Tab, Nodes, {Tab, largest(Tab)});
+        {{mnesia_frag_slots, _, N}, F} when is_integer(F), F >= 1, F =< N ->
+            do_add_frag(Tab, Nodes, {Tab, F});
+        {{mnesia_frag_slots, _, N}, _} ->
+            {aborted, {fraghash, no_such_fragment,
+                       lists:flatten(io_lib:format("~s has fragments 1..~b: name one of them "
+                                                   "or largest", [Tab, N]))}};
+        {{Mod, _, _}, _} ->
+            {aborted, {fraghash, relieve_needs_slots,
+                       lists:flatten(io_lib:format("~s uses ~s; only mnesia_frag_slots can "
+                                                   "relieve one fragment: use add_frag/2",
+                                                   [Tab, Mod]))}}
     end.
 
-%% @doc `mnesia:change_table_frag(Tab, del_frag)', then the merged records
-%% written again where they now live, made durable.
+%% @doc Removes the last fragment of `Tab', as
+%% `mnesia:change_table_frag(Tab, del_frag)' does, crash-safely. Returns
+%% only once the new layout is on disc.
 -spec del_frag(atom()) -> {atomic, ok} | {aborted, term()}.
 del_frag(Tab) ->
-    {Mod, Old, N} = hash(Tab),
-    {_, _, Dests} = Mod:del_frag(Old),
-    case mnesia:change_table_frag(Tab, del_frag) of
-        {atomic, ok} ->
-            Moved = [{frag_name(Tab, D), K}
-                     || D <- lists:usort(Dests), D < N,
-                        K <- mnesia:dirty_all_keys(frag_name(Tab, D)),
-                        Mod:key_to_frag_number(Old, K) =:= N],
-            batches(fun({F, K}) ->
-                            [mnesia:write(F, R, write) || R <- mnesia:read(F, K, write)],
-                            ok
-                    end, Moved);
-        Aborted ->
-            Aborted
+    serialized(Tab, fun() -> with_recovery(Tab, fun() -> do_del_frag(Tab) end) end).
+
+%% @doc Finishes or undoes every operation a crash interrupted. Call it once
+%% after `mnesia:start()' and `mnesia:wait_for_tables/2', before using
+%% fragmented disc tables grown or shrunk by this module. Idempotent, and
+%% safe to interrupt: a crash during recovery is recovered the same way.
+-spec recover() -> ok | {error, term()}.
+recover() ->
+    case fraghash_journal:ensure() of
+        ok ->
+            Results = [{T, recover(T)} || T <- fraghash_journal:pending()],
+            case [R || {_, R} = R <- Results, element(2, R) =/= ok] of
+                [] -> ok;
+                Bad -> {error, Bad}
+            end;
+        Error ->
+            Error
+    end.
+
+%% @doc Finishes or undoes the interrupted operation on `Tab', if any.
+-spec recover(atom()) -> ok | {error, term()}.
+recover(Tab) ->
+    ok = fraghash_journal:ensure(),
+    case fraghash_journal:read(Tab) of
+        none -> ok;
+        Entry -> fraghash_frag_recovery:recover(Tab, Entry)
     end.
 
 %% @doc How many records sit in a fragment other than the one
@@ -68,7 +115,8 @@ stale_copies(Tab) ->
 
 %% @doc Removes stale copies: a misplaced record whose key is also in its
 %% right fragment is deleted; one that is not is moved there. Returns how
-%% many records it fixed.
+%% many records it fixed. For tables hit by plain `change_table_frag'; the
+%% safe path never leaves any behind.
 -spec repair(atom()) -> {atomic, non_neg_integer()} | {aborted, term()}.
 repair(Tab) ->
     Bad = misplaced(Tab),
@@ -95,6 +143,241 @@ hash(Tab) ->
     {hash_state, S} = lists:keyfind(hash_state, 1, Props),
     {n_fragments, N} = lists:keyfind(n_fragments, 1, Props),
     {Mod, S, N}.
+
+%% @doc The name of fragment `N' of `Tab' (Mnesia's naming).
+-spec frag_name(atom(), pos_integer()) -> atom().
+frag_name(Tab, 1) -> Tab;
+frag_name(Tab, N) -> list_to_atom(atom_to_list(Tab) ++ "_frag" ++ integer_to_list(N)).
+
+%% @doc Installs `Fun(Tab, Step)', called at each step of an operation or a
+%% recovery (`undefined' removes it): for tracing, and for the kill -9 tests,
+%% which log the steps to know where a kill landed.
+-spec set_step_hook(fun((atom(), atom()) -> any()) | undefined) -> ok.
+set_step_hook(undefined) ->
+    _ = persistent_term:erase({?MODULE, step_hook}),
+    ok;
+set_step_hook(Fun) when is_function(Fun, 2) ->
+    persistent_term:put({?MODULE, step_hook}, Fun).
+
+%%% add_frag
+
+do_add_frag(Tab, Nodes, Relieve) ->
+    {_Mod, _S, N} = hash(Tab),
+    New = frag_name(Tab, N + 1),
+    ok = fraghash_frag_recovery:remove_leftover_files(New),
+    step(Tab, add_schema),
+    Journal =
+        fun(Moves) ->
+                check_only_moves_to(New, Moves),
+                Entry = #{op => add, n => N, moves => moves(Moves)},
+                ok = fraghash_journal:write_from_other_process(Tab, Entry),
+                step(Tab, add_journaled)
+        end,
+    case schema_change(Tab, {add_frag, Nodes}, Relieve, Journal) of
+        {atomic, ok} ->
+            step(Tab, add_committed),
+            Entry = fraghash_journal:read(Tab),
+            fraghash_frag_recovery:finish_add(Tab, Entry),
+            {atomic, ok};
+        Aborted ->
+            %% Nothing was applied; the journal entry (if written) names an
+            %% operation that did not happen, and recovery would only
+            %% rewrite the records it holds with the same values.
+            ok = fraghash_journal:delete(Tab),
+            Aborted
+    end.
+
+%% The moves of an add_frag: each record written into the new fragment and
+%% deleted from the one it left. Anything else (a move between old
+%% fragments) would be a write into an old fragment, which Mnesia may not
+%% bring to disc: refused.
+check_only_moves_to(New, Moves) ->
+    case [M || {{F, _}, _, write} = M <- Moves, F =/= New] of
+        [] -> ok;
+        [Bad | _] -> mnesia:abort({fraghash, add_frag_moves_between_old_fragments, Bad})
+    end.
+
+%% [{Key, From, To, Record}] of the record ops of a split or a merge.
+moves(Ops) ->
+    From = maps:from_list([{K, F} || {{F, K}, _, delete} <- Ops]),
+    [{K, maps:get(K, From, none), To, Rec} || {{To, K}, [Rec], write} <- Ops].
+
+%%% del_frag
+
+do_del_frag(Tab) ->
+    {Mod, S, N} = hash(Tab),
+    case N > 1 of
+        false -> {aborted, {no_exists, Tab}};
+        true -> del_attempts(Tab, Mod, S, N, [], ?MAX_ATTEMPTS)
+    end.
+
+del_attempts(_Tab, _Mod, _S, _N, _Prev, 0) ->
+    {aborted, {fraghash, del_frag_not_settled,
+               "records kept changing in the fragments to merge; retry when writes are lighter"}};
+del_attempts(Tab, Mod, S, N, Prev, Attempts) ->
+    step(Tab, del_copy),
+    Copies = planned_copies(Tab, Mod, S),
+    %% The journal names every hidden copy before it is written, so that a
+    %% crash leaves none unaccounted for.
+    ok = fraghash_journal:write(Tab, #{op => del, n => N, phase => copying,
+                                     copies => lists:usort(Copies ++ Prev)}),
+    ok = copy_hidden(Copies, Prev),
+    ok = durable(Tab, N),
+    step(Tab, del_schema),
+    Verify =
+        fun(Moves) ->
+                verify_hidden_copies(Moves, Copies),
+                Entry = #{op => del, n => N, phase => verified, copies => moves(Moves)},
+                ok = fraghash_journal:write_from_other_process(Tab, Entry),
+                step(Tab, del_verified)
+        end,
+    case schema_change(Tab, del_frag, none, Verify) of
+        {atomic, ok} ->
+            step(Tab, del_committed),
+            %% Dump the log now, so that the removed fragment's
+            %% delete_table is never replayed at a restart after a fragment
+            %% of the same number exists again.
+            dumped = mnesia:dump_log(),
+            fraghash_frag_recovery:finish_del(Tab, fraghash_journal:read(Tab)),
+            {atomic, ok};
+        {aborted, {fraghash, hidden_copies_changed, _}} ->
+            %% A writer changed a record after it was copied: copy again.
+            del_attempts(Tab, Mod, S, N, lists:usort(Copies ++ Prev), Attempts - 1);
+        Aborted ->
+            ok = fraghash_frag_recovery:undo_copies(Tab, lists:usort(Copies ++ Prev)),
+            ok = fraghash_journal:delete(Tab),
+            Aborted
+    end.
+
+%% [{Key, From, To}]: every record the del_frag will move, as the hash
+%% module's del_frag says (computed here, outside Mnesia, on the same state).
+planned_copies(Tab, Mod, S) ->
+    {S2, Iter, _Lock} = Mod:del_frag(S),
+    [{K, frag_name(Tab, F), frag_name(Tab, To)}
+     || F <- lists:usort(Iter),
+        {K, To} <- [{K, Mod:key_to_frag_number(S2, K)}
+                    || K <- mnesia:dirty_all_keys(frag_name(Tab, F))],
+        To =/= F].
+
+%% Copies each planned record to where it will live; for a key copied by an
+%% earlier attempt and since deleted by a writer, removes the copy.
+copy_hidden(Copies, Prev) ->
+    Planned = maps:from_list([{{K, T}, F} || {K, F, T} <- Copies]),
+    Gone = [C || {K, _F, T} = C <- Prev, not maps:is_key({K, T}, Planned)],
+    {atomic, ok} = batches(fun({K, F, T}) ->
+                                   case mnesia:read(F, K, read) of
+                                       [R] -> mnesia:write(T, R, write);
+                                       [] -> mnesia:delete(T, K, write)
+                                   end
+                           end, Copies),
+    {atomic, ok} = batches(fun({K, _F, T}) -> mnesia:delete(T, K, write) end, Gone),
+    ok.
+
+%% Inside the schema transaction, under its write locks on every fragment
+%% involved: each move writes a record that is already where it goes, and
+%% there is no other hidden copy.
+verify_hidden_copies(Moves, Copies) ->
+    Writes = lists:sort([{K, T} || {{T, K}, _, write} <- Moves]),
+    Planned = lists:sort([{K, T} || {K, _F, T} <- Copies]),
+    Same = [ok || {{T, K}, [Rec], write} <- Moves, mnesia:dirty_read(T, K) =:= [Rec]],
+    case Writes =:= Planned andalso length(Same) =:= length(Writes) of
+        true -> ok;
+        false -> mnesia:abort({fraghash, hidden_copies_changed, length(Writes)})
+    end.
+
+%%% The schema transaction
+
+%% Mnesia's own change_table_frag (mnesia_schema:change_table_frag/2 runs
+%% exactly these calls), with `Check(RecordOps)' run after Mnesia has taken
+%% its table locks and computed the moves, before anything is applied.
+%% `?SAFE_PATH_KEY' tells the fraghash hash modules, called in this process,
+%% that the change is made by this module (plain change_table_frag on a disc
+%% table is refused; see fraghash_mnesia); `fraghash_relieve', when
+%% `Relieve' is `{Tab, Frag}', makes mnesia_frag_slots split Frag.
+schema_change(Tab, Change, Relieve, Check) ->
+    mnesia_schema:schema_transaction(
+      fun() ->
+              TidTs = mnesia_schema:get_tid_ts_and_lock(schema, write),
+              put(?SAFE_PATH_KEY, Tab),
+              put(fraghash_relieve, Relieve),
+              OpLists = try mnesia_frag:change_table_frag(Tab, Change)
+                        after erase(?SAFE_PATH_KEY), erase(fraghash_relieve)
+                        end,
+              Ops = case OpLists of
+                        [TabOps] -> TabOps;
+                        _ -> mnesia:abort({fraghash, foreign_key_tables_not_supported, Tab})
+                    end,
+              ok = Check([Item || {op, rec, _, Item} <- Ops]),
+              [mnesia_schema:insert_schema_ops(TidTs, Op) || Op <- OpLists],
+              ok
+      end).
+
+%%% Internals shared with fraghash_frag_recovery
+
+%% @private Runs F over Items in transactions of ?BATCH items.
+batches(_F, []) ->
+    {atomic, ok};
+batches(F, Items) ->
+    {Batch, Rest} = lists:split(min(?BATCH, length(Items)), Items),
+    case mnesia:transaction(fun() -> lists:foreach(F, Batch) end) of
+        {atomic, ok} -> batches(F, Rest);
+        Aborted -> Aborted
+    end.
+
+%% @private Makes what was committed so far durable: the log synced, and
+%% the dets files of disc_only_copies fragments 1..N flushed.
+durable(Tab, N) ->
+    ok = mnesia:sync_log(),
+    Local = mnesia:system_info(local_tables),
+    [_ = dets:sync(F) || I <- lists:seq(1, N), F <- [frag_name(Tab, I)],
+                         lists:member(F, Local),
+                         mnesia:table_info(F, storage_type) =:= disc_only_copies],
+    ok.
+
+%% @private Calls the step hook, if any.
+step(Tab, Step) ->
+    case persistent_term:get({?MODULE, step_hook}, undefined) of
+        undefined -> ok;
+        Fun -> _ = Fun(Tab, Step), ok
+    end.
+
+%% The fragment with the most bytes on disc on this node.
+largest(Tab) ->
+    {_, _, N} = hash(Tab),
+    {_, F} = lists:max([{disc_bytes(frag_name(Tab, F)), F} || F <- lists:seq(1, N)]),
+    F.
+
+%% @doc The bytes a fragment's files take in Mnesia's directory on this
+%% node (.DAT for disc_only_copies, .DCD plus .DCL for disc_copies).
+-spec disc_bytes(atom()) -> non_neg_integer().
+disc_bytes(Frag) ->
+    Dir = mnesia:system_info(directory),
+    lists:sum([filelib:file_size(filename:join(Dir, atom_to_list(Frag) ++ Ext))
+               || Ext <- [".DAT", ".DCD", ".DCL"]]).
+
+with_recovery(Tab, Op) ->
+    case recover(Tab) of
+        ok -> Op();
+        {error, Reason} -> {aborted, {fraghash, recovery_failed, Reason}}
+    end.
+
+%% One safe operation per table at a time, cluster-wide; a table that does
+%% not exist or is not fragmented is refused with a reason.
+serialized(Tab, Fun) ->
+    case catch mnesia:table_info(Tab, frag_properties) of
+        {'EXIT', _} ->
+            {aborted, {no_exists, Tab}};
+        [] ->
+            {aborted, {fraghash, not_fragmented,
+                       lists:flatten(io_lib:format("~p is not a fragmented table", [Tab]))}};
+        _ ->
+            global:trans({{?MODULE, Tab}, self()},
+                         fun() ->
+                                 try Fun()
+                                 catch exit:{aborted, Reason} -> {aborted, Reason}
+                                 end
+                         end)
+    end.
 
 %%% What a table looks like
 
@@ -186,16 +469,3 @@ misplaced(Tab) ->
                           || K <- mnesia:dirty_all_keys(frag_name(Tab, F))],
            Right =/= F]
        || F <- lists:seq(1, N)]).
-
-frag_name(Tab, 1) -> Tab;
-frag_name(Tab, N) -> list_to_atom(atom_to_list(Tab) ++ "_frag" ++ integer_to_list(N)).
-
-%% Runs F over Items in transactions of ?BATCH items.
-batches(_F, []) ->
-    {atomic, ok};
-batches(F, Items) ->
-    {Batch, Rest} = lists:split(min(?BATCH, length(Items)), Items),
-    case mnesia:transaction(fun() -> lists:foreach(F, Batch) end) of
-        {atomic, ok} -> batches(F, Rest);
-        Aborted -> Aborted
-    end.

@@ -60,6 +60,7 @@ init_state(Scheme, Tab, State) ->
 -spec add_frag(scheme(), state()) -> {state(), [pos_integer()], [pos_integer()]}.
 add_frag(Scheme, #fraghash_state{scheme = Scheme, n = N, opts = Opts,
                                  digest = D, bytes = B} = S) ->
+    ok = refuse_unsafe_change(S, add_frag),
     N1 = N + 1,
     {D2, B2, Iter, Lock} =
         case creating(S#fraghash_state.table) of
@@ -72,8 +73,18 @@ add_frag(Scheme, #fraghash_state{scheme = Scheme, n = N, opts = Opts,
                 {FD, FB, [], [N1]};
             false ->
                 ok = built_dir(),
-                W = weight(N1, Opts),
-                nif(fun() -> fraghash_nif:add_frag(D, B, W, donors(Opts)) end)
+                case get(fraghash_relieve) of
+                    {Tab, Frag} when Tab =:= S#fraghash_state.table, Scheme =:= slots ->
+                        %% fraghash_frag:relieve/3: the new fragment takes
+                        %% half of Frag's slots, nothing else moves.
+                        nif(fun() -> fraghash_nif:split_frag(D, B, Frag) end);
+                    {Tab, _} when Tab =:= S#fraghash_state.table ->
+                        mnesia:abort({fraghash, relieve_needs_slots,
+                                      "only mnesia_frag_slots can relieve one fragment"});
+                    _ ->
+                        W = weight(N1, Opts),
+                        nif(fun() -> fraghash_nif:add_frag(D, B, W, donors(Opts)) end)
+                end
         end,
     {S#fraghash_state{n = N1, digest = D2, bytes = B2}, Iter, Lock};
 add_frag(Scheme, Bad) ->
@@ -84,6 +95,7 @@ add_frag(Scheme, Bad) ->
 -spec del_frag(scheme(), state()) -> {state(), [pos_integer()], [pos_integer()]}.
 del_frag(Scheme, #fraghash_state{scheme = Scheme, n = N, digest = D, bytes = B} = S)
   when N > 1 ->
+    ok = refuse_unsafe_change(S, del_frag),
     ok = built_dir(),
     {D2, B2, Iter, Lock} = nif(fun() -> fraghash_nif:del_frag(D, B) end),
     {S#fraghash_state{n = N - 1, digest = D2, bytes = B2}, Iter, Lock};
@@ -132,6 +144,39 @@ module_of(jump) -> mnesia_frag_jump;
 module_of(linear) -> mnesia_frag_linear.
 
 %%% Internals
+
+%% Plain `mnesia:change_table_frag/2' on a table with disc copies: refused.
+%% Mnesia may not bring its record moves to disc (records lost or back
+%% after a restart; see fraghash_frag and docs/mnesia-disc-safety.md), so
+%% the change must go through fraghash_frag, which runs the same schema
+%% change with the marker below set in the process that calls this hash
+%% module. Outside a transaction (a direct call on a state) and while the
+%% table is being created nothing moves, and ram_copies tables lose nothing
+%% on disc: allowed. The application environment variable
+%% `{fraghash, allow_unsafe_change_table_frag, true}' lets plain calls
+%% through (to measure them against the safe path, or to accept the risk).
+refuse_unsafe_change(#fraghash_state{table = Tab}, Op) ->
+    InTransaction = get(mnesia_activity_state) =/= undefined,
+    SafePath = get(fraghash_safe_path) =:= Tab,
+    Allowed = application:get_env(fraghash, allow_unsafe_change_table_frag, false),
+    case InTransaction andalso not SafePath andalso Allowed =/= true
+        andalso not creating(Tab) andalso has_disc_copies(Tab) of
+        true ->
+            Safe = case Op of
+                       add_frag -> "fraghash_frag:add_frag/2";
+                       del_frag -> "fraghash_frag:del_frag/1"
+                   end,
+            mnesia:abort({fraghash, unsafe_change_table_frag,
+                          lists:flatten(
+                            io_lib:format("~s has disc copies, where Mnesia may lose the "
+                                          "records ~s moves; use ~s", [Tab, Op, Safe]))});
+        false ->
+            ok
+    end.
+
+has_disc_copies(Tab) ->
+    mnesia:table_info(Tab, disc_copies) =/= []
+        orelse mnesia:table_info(Tab, disc_only_copies) =/= [].
 
 options(Scheme, undefined) -> options(Scheme, []);
 options(Scheme, L) when is_list(L) ->

@@ -21,7 +21,7 @@
 %% `digest_mismatch', `bad_spec', `refused' and `Message' a binary.
 -module(fraghash_nif).
 
--export([fresh_state/3, locate/2, load_locate/3, add_frag/4, del_frag/2,
+-export([fresh_state/3, locate/2, load_locate/3, add_frag/4, split_frag/3, del_frag/2,
          info/2, cache_stats/0, digest/1, set_built_dir/1]).
 -export([load_status/0]).
 
@@ -130,6 +130,12 @@ load_locate(_Digest, _Bytes, _H) -> ?NIF.
 %% the fragments that can lose records and the new fragment. Dirty CPU.
 -spec add_frag(digest(), binary(), pos_integer(), non_neg_integer()) -> change().
 add_frag(_Digest, _Bytes, _Weight, _MaxDonors) -> ?NIF.
+
+%% @doc Adds a fragment that takes half of fragment `Frag''s slots and
+%% nothing else (slots only): returns the new state, `[Frag]' and the new
+%% fragment. Dirty CPU.
+-spec split_frag(digest(), binary(), pos_integer()) -> change().
+split_frag(_Digest, _Bytes, _Frag) -> ?NIF.
 
 %% @doc Removes the last fragment. Returns the new state, `[Last]' and the
 %% fragments that can receive its records. Dirty CPU.

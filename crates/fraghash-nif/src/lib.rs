@@ -16,6 +16,7 @@
 //! | `locate(Digest, H)` | normal, O(1) | fragment, or `miss` when not cached |
 //! | `load_locate(Digest, Recipe, H)` | dirty CPU | fragment (builds the scheme on a miss) |
 //! | `add_frag(Digest, Recipe, Weight, MaxDonors)` | dirty CPU | `{Digest, Recipe, IterFrags, LockFrags}` |
+//! | `split_frag(Digest, Recipe, Fragment)` | dirty CPU | as `add_frag`, the new fragment taking half of `Fragment`'s slots (`slots` only) |
 //! | `del_frag(Digest, Recipe)` | dirty CPU | `{Digest, Recipe, IterFrags, LockFrags}` |
 //! | `info(Digest, Recipe)` | dirty CPU | a map |
 //! | `cache_stats()` | normal | `{Entries, Bytes}` |

@@ -141,6 +141,19 @@ fn add_frag<'a>(
     )
 }
 
+/// Adds a fragment that takes half of fragment `fragment`'s slots (1-based,
+/// Mnesia's numbering; `slots` only; see [`crate::mnesia::split`]).
+#[rustler::nif(schedule = "DirtyCpu")]
+fn split_frag<'a>(
+    env: Env<'a>,
+    digest: Binary<'a>,
+    bytes: Term<'a>,
+    fragment: u32,
+) -> NifResult<Term<'a>> {
+    let fragment = fragment.checked_sub(1).ok_or(Error::BadArg)?;
+    change(env, digest, bytes, Op::Split { fragment })
+}
+
 /// Removes the last fragment (see [`crate::mnesia::del_last`]).
 #[rustler::nif(schedule = "DirtyCpu")]
 fn del_frag<'a>(env: Env<'a>, digest: Binary<'a>, bytes: Term<'a>) -> NifResult<Term<'a>> {

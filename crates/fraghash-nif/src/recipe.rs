@@ -25,7 +25,9 @@
 //! history entries to the end. An entry is `count << 2 | kind`: kind 0 is
 //! `count` removals of the last fragment, kind 2 is `count` additions with
 //! the weight and donor bound that follow it (0: no bound), kind 1 is
-//! `count` additions with the parameters of the latest kind-2 entry.
+//! `count` additions with the parameters of the latest kind-2 entry, kind 3
+//! is `count` splits of the fragment (0-based) that follows it (`slots`
+//! only: a new fragment takes half of that fragment's slots).
 //! Decoding accepts only the canonical encoding (adjacent equal runs
 //! merged, kind 2 only when the parameters change), so equal recipes have
 //! equal bytes and digests.
@@ -58,6 +60,13 @@ pub enum Op {
     },
     /// `del_frag`: removes the last fragment.
     DelLast,
+    /// `add_frag` that relieves one fragment (`slots` only): the new
+    /// fragment takes half of this fragment's slots (0-based) and nothing
+    /// else moves (see `Slots::split`).
+    Split {
+        /// The fragment split, 0-based.
+        fragment: u32,
+    },
 }
 
 /// A decoded recipe.
@@ -122,7 +131,7 @@ impl Recipe {
         self.history
             .iter()
             .fold(self.base, |n, (op, count)| match op {
-                Op::Add { .. } => n.saturating_add(*count),
+                Op::Add { .. } | Op::Split { .. } => n.saturating_add(*count),
                 Op::DelLast => n.saturating_sub(*count),
             })
     }
@@ -144,6 +153,10 @@ impl Recipe {
             let count = u64::from(count) << 2;
             match op {
                 Op::DelLast => put_varint(&mut out, count),
+                Op::Split { fragment } => {
+                    put_varint(&mut out, count | 3);
+                    put_varint(&mut out, u64::from(fragment));
+                }
                 Op::Add { weight, donors } if params == Some((weight, donors)) => {
                     put_varint(&mut out, count | 1)
                 }
@@ -193,7 +206,7 @@ impl Recipe {
                         donors: p.1,
                     }
                 }
-                _ => return Err("unknown recipe entry".into()),
+                _ => Op::Split { fragment: r.u32()? },
             };
             ops += u64::from(count);
             if count == 0 || ops > MAX_OPS {
@@ -234,6 +247,7 @@ pub fn apply(s: &mut AnyScheme, op: Op) -> Result<mnesia::FragChange, fraghash::
             mnesia::add(s, weight, bound)
         }
         Op::DelLast => mnesia::del_last(s),
+        Op::Split { fragment } => mnesia::split(s, fragment),
     }
 }
 

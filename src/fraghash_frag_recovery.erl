@@ -1,0 +1,155 @@
+%% @doc Finishing and undoing the operations of `fraghash_frag' from their
+%% journal entry (`fraghash_journal'). Every function here is idempotent
+%% and removes the journal entry last, so a crash in the middle of it is
+%% recovered by running it again. Which branch runs is decided by the
+%% fragment count Mnesia restored, compared with the one in the entry; why
+%% each branch is right is argued in docs/mnesia-disc-safety.md.
+-module(fraghash_frag_recovery).
+
+-export([recover/2, finish_add/2, finish_del/2, undo_copies/2,
+         remove_leftover_files/1]).
+
+-import(fraghash_frag, [batches/2, durable/2, step/2, frag_name/2, hash/1]).
+
+%% Extensions of the files Mnesia keeps per table in its directory.
+-define(FILE_EXTS, [".DCD", ".DCL", ".DAT", ".TMP", ".DMP"]).
+
+%% @doc Finishes or undoes the operation an entry names, from the fragment
+%% count Mnesia has now.
+-spec recover(atom(), map()) -> ok | {error, term()}.
+recover(Tab, Entry) ->
+    step(Tab, recover),
+    {_Mod, _S, C} = hash(Tab),
+    case Entry of
+        #{op := add, n := N} when C =:= N + 1 -> finish_add(Tab, Entry);
+        #{op := add, n := N} when C =:= N -> rollback(Tab, Entry, N, frag_name(Tab, N + 1));
+        #{op := del, n := N, phase := copying} when C =:= N ->
+            undo_copies(Tab, maps:get(copies, Entry)),
+            fraghash_journal:delete(Tab);
+        #{op := del, n := N, phase := verified} when C =:= N - 1 -> finish_del(Tab, Entry);
+        #{op := del, n := N, phase := verified} when C =:= N ->
+            rollback(Tab, Entry, N, none);
+        _ ->
+            {error, {fraghash, journal_does_not_match_table,
+                     #{table => Tab, n_fragments => C,
+                       entry => maps:without([moves, copies], Entry)}}}
+    end.
+
+%% @doc After a committed add_frag: every moved record is in the new
+%% fragment; its copy left in the old one (Mnesia's delete, which may not
+%% have reached disc) is deleted by an ordinary transaction.
+-spec finish_add(atom(), map()) -> ok.
+finish_add(Tab, #{op := add, n := N, moves := Moves}) ->
+    step(Tab, add_cleanup),
+    %% First flush what the schema change wrote into disc_only_copies
+    %% fragments (dets's delayed-write cache), then delete.
+    ok = durable(Tab, N + 1),
+    ok = delete_stale(Tab, [{K, From} || {K, From, _To, _Rec} <- Moves, From =/= none]),
+    ok = durable(Tab, N + 1),
+    step(Tab, add_done),
+    fraghash_journal:delete(Tab).
+
+%% @doc After a committed del_frag: the merged records were already in
+%% place (copied before the change); a record moved between two remaining
+%% fragments leaves a stale copy to delete; the removed fragment's table
+%% and files must be gone.
+-spec finish_del(atom(), map()) -> ok.
+finish_del(Tab, #{op := del, n := N, copies := Moves}) ->
+    step(Tab, del_cleanup),
+    ok = delete_stale(Tab, [{K, From} || {K, From, _To, _Rec} <- Moves, From =/= none]),
+    ok = drop_orphan(frag_name(Tab, N)),
+    ok = remove_leftover_files(frag_name(Tab, N)),
+    ok = durable(Tab, N - 1),
+    step(Tab, del_done),
+    fraghash_journal:delete(Tab).
+
+%% @doc Deletes the hidden copies of a del_frag that did not happen: each
+%% copy whose key the hash module still routes to its old fragment.
+-spec undo_copies(atom(), [{term(), atom(), atom()}]) -> ok.
+undo_copies(Tab, Copies) ->
+    {Mod, S, N} = hash(Tab),
+    Hidden = [{K, T} || {K, _F, T} <- Copies,
+                        frag_name(Tab, Mod:key_to_frag_number(S, K)) =/= T],
+    {atomic, ok} = batches(fun({K, T}) -> mnesia:delete(T, K, write) end, Hidden),
+    durable(Tab, N).
+
+%% An operation whose schema change did not commit: the journal holds, for
+%% every record it would have moved, the value it had under the change's
+%% locks, which no writer changed since. Each key goes back to its old
+%% fragment with that value, even over what the old fragment holds on disc
+%% (Mnesia can bring back an older value there: seen in the kill -9 test
+%% on a fragment deleted and created again), unless the fragment it would
+%% have moved to holds a different value, which can only have been written
+%% after the change (if Mnesia released the change's locks and then lost
+%% its decision, see the docs). Its copy elsewhere, and a fragment table the
+%% change left behind, go.
+rollback(Tab, #{n := N} = Entry, N, Orphan) ->
+    step(Tab, rollback),
+    Moves = maps:get(moves, Entry, maps:get(copies, Entry, [])),
+    Last = frag_name(Tab, N),
+    Tables = mnesia:system_info(tables),
+    Back = [{K, case From of none -> Last; _ -> From end, To, Rec}
+            || {K, From, To, Rec} <- Moves],
+    {atomic, ok} =
+        batches(fun({K, From, To, Rec}) ->
+                        There = case lists:member(To, Tables) of
+                                    true -> mnesia:read(To, K, write);
+                                    false -> []
+                                end,
+                        case There of
+                            [Newer] when Newer =/= Rec -> mnesia:write(From, Newer, write);
+                            _ -> mnesia:write(From, Rec, write)
+                        end,
+                        case There of
+                            [] -> ok;
+                            _ -> mnesia:delete(To, K, write)
+                        end
+                end, Back),
+    case Orphan of
+        none -> ok;
+        _ -> ok = drop_orphan(Orphan), ok = remove_leftover_files(Orphan)
+    end,
+    ok = durable(Tab, N),
+    fraghash_journal:delete(Tab).
+
+%% Deletes each {Key, Fragment} still there that the hash module routes
+%% elsewhere.
+delete_stale(Tab, Items) ->
+    {Mod, S, _N} = hash(Tab),
+    Stale = [{K, F} || {K, F} <- Items, frag_name(Tab, Mod:key_to_frag_number(S, K)) =/= F],
+    {atomic, ok} = batches(fun({K, F}) -> mnesia:delete(F, K, write) end, Stale),
+    ok.
+
+%% Removes a fragment table that is no longer (or not yet) one of its
+%% table's fragments, if Mnesia still has it.
+drop_orphan(Frag) ->
+    case lists:member(Frag, mnesia:system_info(tables)) of
+        false ->
+            ok;
+        true ->
+            {atomic, ok} =
+                mnesia_schema:schema_transaction(
+                  fun() ->
+                          TidTs = mnesia_schema:get_tid_ts_and_lock(schema, write),
+                          Ops = mnesia_schema:make_delete_table(Frag, single_frag),
+                          mnesia_schema:insert_schema_ops(TidTs, Ops),
+                          ok
+                  end),
+            ok
+    end.
+
+%% @doc Deletes the files a table named `Frag' left in Mnesia's directory,
+%% when Mnesia has no such table: a fragment created again under the same
+%% number must start from nothing (Mnesia would otherwise read, or dump
+%% over, the old files).
+-spec remove_leftover_files(atom()) -> ok.
+remove_leftover_files(Frag) ->
+    case lists:member(Frag, mnesia:system_info(tables)) of
+        true ->
+            ok;
+        false ->
+            Dir = mnesia:system_info(directory),
+            [_ = file:delete(filename:join(Dir, atom_to_list(Frag) ++ Ext))
+             || Ext <- ?FILE_EXTS],
+            ok
+    end.

@@ -1,0 +1,74 @@
+%% @doc The journal of the crash-safe fragment operations of
+%% `fraghash_frag': one `disc_copies' Mnesia table, `fraghash_journal',
+%% holding at most one entry per fragmented table, the operation in
+%% progress on it and what recovery needs to finish it or roll it back.
+%%
+%% Every change to the journal is an ordinary transaction followed by
+%% `mnesia:sync_log()': when a function here returns, the entry is on disc
+%% (Mnesia's durability line for `disc_copies'), and it survives a kill -9
+%% of the VM from then on.
+-module(fraghash_journal).
+
+-export([ensure/0, write/2, read/1, delete/1, pending/0, write_from_other_process/2]).
+
+-define(TABLE, fraghash_journal).
+-define(WAIT_MS, 60000).
+
+%% @doc Creates the journal table if it does not exist (a `disc_copies'
+%% copy on every node whose schema is on disc), and waits for it.
+-spec ensure() -> ok | {error, term()}.
+ensure() ->
+    case lists:member(?TABLE, mnesia:system_info(tables)) of
+        true ->
+            wait();
+        false ->
+            Nodes = mnesia:table_info(schema, disc_copies),
+            case mnesia:create_table(?TABLE, [{disc_copies, Nodes},
+                                              {attributes, [tab, entry]}]) of
+                {atomic, ok} -> wait();
+                {aborted, {already_exists, ?TABLE}} -> wait();
+                {aborted, Reason} -> {error, {cannot_create_journal, Reason}}
+            end
+    end.
+
+wait() ->
+    case mnesia:wait_for_tables([?TABLE], ?WAIT_MS) of
+        ok -> ok;
+        Other -> {error, {journal_not_loaded, Other}}
+    end.
+
+%% @doc Writes the entry of `Tab', durably.
+-spec write(atom(), map()) -> ok.
+write(Tab, Entry) ->
+    {atomic, ok} = mnesia:transaction(fun() -> mnesia:write({?TABLE, Tab, Entry}) end),
+    ok = mnesia:sync_log().
+
+%% @doc {@link write/2} run in a fresh process, for a caller that is itself
+%% inside a (schema) transaction: an ordinary transaction of its own, not a
+%% part of the caller's. Aborts the caller's transaction if it fails.
+-spec write_from_other_process(atom(), map()) -> ok.
+write_from_other_process(Tab, Entry) ->
+    {Pid, Ref} = spawn_monitor(fun() -> exit({journal_written, write(Tab, Entry)}) end),
+    receive
+        {'DOWN', Ref, process, Pid, {journal_written, ok}} -> ok;
+        {'DOWN', Ref, process, Pid, Other} -> mnesia:abort({fraghash_journal_failed, Other})
+    end.
+
+%% @doc The entry of `Tab', or `none'.
+-spec read(atom()) -> map() | none.
+read(Tab) ->
+    case mnesia:dirty_read(?TABLE, Tab) of
+        [{?TABLE, Tab, Entry}] -> Entry;
+        [] -> none
+    end.
+
+%% @doc Removes the entry of `Tab', durably.
+-spec delete(atom()) -> ok.
+delete(Tab) ->
+    {atomic, ok} = mnesia:transaction(fun() -> mnesia:delete({?TABLE, Tab}) end),
+    ok = mnesia:sync_log().
+
+%% @doc The tables that have an entry (an operation to finish or undo).
+-spec pending() -> [atom()].
+pending() ->
+    mnesia:dirty_all_keys(?TABLE).

@@ -1,0 +1,168 @@
+%% @doc EUnit tests of `fraghash_frag''s safe path in one VM (the kill -9
+%% test is `fraghash_torture_tests'):
+%% <ul>
+%% <li>plain `mnesia:change_table_frag/2' on a disc table with a fraghash
+%% hash module is refused with a reason naming the safe call, and allowed
+%% on a `ram_copies' table;</li>
+%% <li>an operation whose process dies at each of its steps leaves a
+%% journal entry that `fraghash_frag:recover/0' finishes or undoes: every
+%% record once, in its fragment, with its value; the operation can be run
+%% again.</li>
+%% </ul>
+%% Uses the running Mnesia if there is one (with a disc schema), else
+%% starts one in `FRAGHASH_TEST_DIR'.
+-module(fraghash_disc_safety_tests).
+
+-include_lib("eunit/include/eunit.hrl").
+
+-define(RECORDS, 3000).
+-define(T, 300).
+
+disc_safety_test_() ->
+    {setup, fun setup/0, fun cleanup/1,
+     fun(_) ->
+             {inorder,
+              [{timeout, ?T, {"plain change_table_frag refused on disc tables",
+                              fun refused/0}},
+               {timeout, ?T, {"relieve halves one fragment, moves nothing else",
+                              fun relieve/0}}]
+              ++ [{timeout, ?T, {lists:concat([Mod, " ", Copies, ": process dies at ",
+                                               Op, " step ", Step]),
+                                 fun() -> interrupted(Mod, Copies, Op, Step) end}}
+                  || Mod <- [mnesia_frag_hash, mnesia_frag_slots],
+                     Copies <- [n_disc_copies, n_disc_only_copies],
+                     {Op, Step} <- [{add, add_schema}, {add, add_committed},
+                                    {add, add_cleanup}, {del, del_copy},
+                                    {del, del_schema}, {del, del_committed},
+                                    {del, del_cleanup}]]}
+     end}.
+
+setup() ->
+    case mnesia:system_info(is_running) of
+        yes ->
+            keep;
+        _ ->
+            Dir = filename:join(scratch(), "mnesia_safety_" ++ os:getpid()),
+            ok = application:set_env(mnesia, dir, Dir),
+            ok = mnesia:create_schema([node()]),
+            ok = mnesia:start(),
+            stop
+    end.
+
+cleanup(keep) -> ok;
+cleanup(stop) -> stopped = mnesia:stop(), ok.
+
+scratch() ->
+    case os:getenv("FRAGHASH_TEST_DIR") of
+        false -> error(no_fraghash_test_dir);
+        D -> D
+    end.
+
+create(Tab, Mod, Copies) ->
+    {atomic, ok} =
+        mnesia:create_table(Tab, [{attributes, [key, val]},
+                                  {frag_properties,
+                                   [{n_fragments, 3}, {hash_module, Mod},
+                                    {node_pool, [node()]}, {Copies, 1}]}]),
+    mnesia:activity(sync_dirty,
+                    fun() -> [mnesia:write({Tab, I, I * 7}) || I <- lists:seq(1, ?RECORDS)] end,
+                    [], mnesia_frag),
+    ok.
+
+refused() ->
+    ok = create(safety_refused, mnesia_frag_slots, n_disc_copies),
+    {aborted, {fraghash, unsafe_change_table_frag, Msg}} =
+        mnesia:change_table_frag(safety_refused, {add_frag, [node()]}),
+    ?assertNotEqual(nomatch, string:find(Msg, "fraghash_frag:add_frag/2")),
+    {aborted, {fraghash, unsafe_change_table_frag, Msg2}} =
+        mnesia:change_table_frag(safety_refused, del_frag),
+    ?assertNotEqual(nomatch, string:find(Msg2, "fraghash_frag:del_frag/1")),
+    {_, _, 3} = fraghash_frag:hash(safety_refused),
+    %% The safe calls go through.
+    {atomic, ok} = fraghash_frag:add_frag(safety_refused, [node()]),
+    {atomic, ok} = fraghash_frag:del_frag(safety_refused),
+    check(safety_refused, 3),
+    %% Bad tables: a reason, no crash.
+    ?assertEqual({aborted, {no_exists, safety_nope}}, fraghash_frag:add_frag(safety_nope, [node()])),
+    {atomic, ok} = mnesia:create_table(safety_plain, [{attributes, [key, val]}]),
+    ?assertMatch({aborted, {fraghash, not_fragmented, _}}, fraghash_frag:del_frag(safety_plain)),
+    %% ram_copies: nothing on disc to lose, plain calls allowed.
+    {atomic, ok} =
+        mnesia:create_table(safety_ram, [{attributes, [key, val]},
+                                         {frag_properties,
+                                          [{n_fragments, 2}, {hash_module, mnesia_frag_slots},
+                                           {node_pool, [node()]}, {n_ram_copies, 1}]}]),
+    {atomic, ok} = mnesia:change_table_frag(safety_ram, {add_frag, [node()]}),
+    {atomic, ok} = mnesia:change_table_frag(safety_ram, del_frag),
+    ok.
+
+relieve() ->
+    ok = create(safety_relieve, mnesia_frag_slots, n_disc_only_copies),
+    Before = sizes(safety_relieve),
+    {atomic, ok} = fraghash_frag:relieve(safety_relieve, [node()], 2),
+    [A, B, C, New] = sizes(safety_relieve),
+    %% Only fragment 2 lost records, all to the new fragment: about half of
+    %% them (it gives half of its slots; ~1,000 records over its slots, so
+    %% a 35..65% share is a loose bound that still fails for a plain add,
+    %% which would take from every fragment).
+    [A0, B0, C0] = Before,
+    ?assertEqual({A0, C0}, {A, C}),
+    ?assertEqual(B0, B + New),
+    ?assert(New * 100 >= B0 * 35 andalso New * 100 =< B0 * 65),
+    check(safety_relieve, 4),
+    %% largest: after the split fragment 2's file is still the largest
+    %% (dets does not shrink), so name another one to check the choice.
+    {atomic, ok} = fraghash_frag:relieve(safety_relieve, [node()], largest),
+    check(safety_relieve, 5),
+    %% Other modules cannot.
+    ok = create(safety_relieve_hash, mnesia_frag_hash, n_disc_copies),
+    {aborted, _} = fraghash_frag:relieve(safety_relieve_hash, [node()], 1),
+    check(safety_relieve_hash, 3),
+    ?assertEqual([], fraghash_journal:pending()).
+
+sizes(Tab) ->
+    {_, _, N} = fraghash_frag:hash(Tab),
+    [mnesia:table_info(fraghash_frag:frag_name(Tab, F), size) || F <- lists:seq(1, N)].
+
+%% Runs Op with a step hook that kills the calling process at Step, then
+%% recovers and checks; then runs the operation again.
+interrupted(Mod, Copies, Op, Step) ->
+    Tab = list_to_atom(lists:concat([safety_, Mod, "_", Copies, "_", Op, "_", Step])),
+    ok = create(Tab, Mod, Copies),
+    {atomic, ok} = fraghash_frag:add_frag(Tab, [node()]),
+    Self = self(),
+    fraghash_frag:set_step_hook(fun(T, S) when T =:= Tab, S =:= Step -> exit(interrupted);
+                                   (_, _) -> ok
+                                end),
+    {Pid, Ref} = spawn_monitor(fun() -> Self ! {result, run(Tab, Op)} end),
+    receive {'DOWN', Ref, process, Pid, Why} -> ?assertEqual(interrupted, Why) end,
+    fraghash_frag:set_step_hook(undefined),
+    %% The interrupted operation left its journal entry, unless it died
+    %% before writing one (the global lock of the dead process is released
+    %% by global).
+    Journaled = not lists:member(Step, [add_schema, del_copy]),
+    ?assertEqual(Journaled, lists:member(Tab, fraghash_journal:pending())),
+    ok = fraghash_frag:recover(),
+    ?assertEqual([], [T || T <- fraghash_journal:pending(), T =:= Tab]),
+    {_, _, N} = fraghash_frag:hash(Tab),
+    ?assert(N =:= 4 orelse N =:= 3 orelse N =:= 5),
+    check(Tab, N),
+    {atomic, ok} = run(Tab, Op),
+    check(Tab, element(3, fraghash_frag:hash(Tab))).
+
+run(Tab, add) -> fraghash_frag:add_frag(Tab, [node()]);
+run(Tab, del) -> fraghash_frag:del_frag(Tab).
+
+%% Every record once, in the fragment the hash module names, with its
+%% value; no fragment table beyond the count.
+check(Tab, N) ->
+    {Mod, S, N} = fraghash_frag:hash(Tab),
+    Rows = lists:append([[{K, F, V} || {_, K, V} <- mnesia:dirty_match_object(
+                                                        fraghash_frag:frag_name(Tab, F),
+                                                        {'_', '_', '_'})]
+                         || F <- lists:seq(1, N)]),
+    ?assertEqual(?RECORDS, length(Rows)),
+    ?assertEqual(lists:seq(1, ?RECORDS), lists:sort([K || {K, _, _} <- Rows])),
+    ?assertEqual([], [K || {K, F, V} <- Rows,
+                           V =/= K * 7 orelse Mod:key_to_frag_number(S, K) =/= F]),
+    ?assertNot(lists:member(fraghash_frag:frag_name(Tab, N + 1), mnesia:system_info(tables))).

@@ -1,0 +1,304 @@
+%% @doc The child VM of the kill -9 torture test (`fraghash_torture_tests'):
+%% started as an OS process, it starts Mnesia on a disc schema, recovers
+%% (`fraghash_frag:recover/0'), checks every table against the
+%% acknowledgement logs, then runs writers and a controller that grows and
+%% shrinks the tables through `fraghash_frag' (on the `mnesia_frag_slots'
+%% tables, one grow in three is a `relieve' of the largest fragment) until
+%% the parent kills it.
+%%
+%% Files in the run directory (all appended with single writes, which a
+%% kill -9 of this process cannot lose once they returned: they are in the
+%% kernel):
+%% <ul>
+%% <li>`ack_<table>.log': per writer, framed terms (32-bit size, then
+%% `term_to_binary'): `{intent, Seq, Key, Value}' before a
+%% transaction and `{ack, Seq, Key, Value}' once the transaction returned
+%% and a later `mnesia:sync_log()' returned (`Value' is `deleted' for a
+%% delete), each followed by `file:datasync/1';</li>
+%% <li>`marks.log': where the child is (start, recovery, each step of a
+%% migration), which the parent reads to aim its kills;</li>
+%% <li>`results.log': one `{check, Run, Table, Counts}' term per table and
+%% start.</li>
+%% </ul>
+-module(fraghash_torture_child).
+
+-export([main/1, cases/0, table/2, control/1]).
+
+-define(KEYS, 600).
+-define(MIN_FRAGS, 2).
+-define(MAX_FRAGS, 7).
+
+%% @doc The cases: {HashModule, CopyType}.
+-spec cases() -> [{module(), atom()}].
+cases() ->
+    [{M, T} || M <- [mnesia_frag_hash, mnesia_frag_slots, mnesia_frag_chash],
+               T <- [disc_copies, disc_only_copies]].
+
+%% @doc The migrated table of a case.
+-spec table(module(), atom()) -> atom().
+table(Mod, Type) -> list_to_atom(lists:concat([tt_, short(Mod), "_", short(Type)])).
+
+%% @doc The never-migrated control table of a case table.
+-spec control(atom()) -> atom().
+control(Tab) -> list_to_atom("ctl_" ++ atom_to_list(Tab)).
+
+short(mnesia_frag_hash) -> hash;
+short(mnesia_frag_slots) -> slots;
+short(mnesia_frag_chash) -> chash;
+short(disc_copies) -> dc;
+short(disc_only_copies) -> doc.
+
+%% @doc Entry point: `[Dir, Run, Mode]' with Mode `work' (recover, check,
+%% then write and migrate until killed) or `check' (recover, check, stop).
+-spec main([string()]) -> no_return().
+main([Dir, RunS, Mode]) ->
+    Run = list_to_integer(RunS),
+    %% Stop when the parent goes away (its port closes our stdin).
+    spawn(fun() -> _ = io:get_line(""), halt(3) end),
+    rand:seed(exsss, {Run, 17, 4242}),
+    mark(Dir, "start ~b ~s", [Run, os:getpid()]),
+    Fresh = not filelib:is_file(filename:join([Dir, "mnesia", "schema.DAT"])),
+    ok = application:set_env(mnesia, dir, filename:join(Dir, "mnesia")),
+    ok = application:set_env(mnesia, dump_log_write_threshold, 200),
+    case Fresh of
+        true -> ok = mnesia:create_schema([node()]);
+        false -> ok
+    end,
+    ok = mnesia:start(),
+    case Fresh of
+        true -> create_tables();
+        false -> ok
+    end,
+    ok = mnesia:wait_for_tables(mnesia:system_info(tables), 120000),
+    fraghash_frag:set_step_hook(fun(Tab, Step) -> mark(Dir, "step ~s ~s", [Tab, Step]) end),
+    mark(Dir, "recover_start ~w", [pending()]),
+    ok = fraghash_frag:recover(),
+    mark(Dir, "recover_end", []),
+    [check_case(Dir, Run, Tab) || {M, T} <- cases(), Tab <- [table(M, T)]],
+    mark(Dir, "checked", []),
+    case Mode of
+        "check" ->
+            stopped = mnesia:stop(),
+            halt(0);
+        "work" ->
+            work(Dir, Run)
+    end.
+
+pending() ->
+    case lists:member(fraghash_journal, mnesia:system_info(tables)) of
+        true -> fraghash_journal:pending();
+        false -> []
+    end.
+
+create_tables() ->
+    lists:foreach(
+      fun({Mod, Type}) ->
+              Tab = table(Mod, Type),
+              Copies = case Type of
+                           disc_copies -> n_disc_copies;
+                           disc_only_copies -> n_disc_only_copies
+                       end,
+              [{atomic, ok} = mnesia:create_table(
+                                T, [{attributes, [key, val]},
+                                    {frag_properties,
+                                     [{n_fragments, ?MIN_FRAGS + 1}, {hash_module, Mod},
+                                      {node_pool, [node()]}, {Copies, 1}]}])
+               || T <- [Tab, control(Tab)]]
+      end, cases()),
+    ok = fraghash_journal:ensure().
+
+%%% Work: writers and the controller, until killed.
+
+work(Dir, Run) ->
+    Tabs = [table(M, T) || {M, T} <- cases()],
+    [spawn_link(fun() -> writer(Dir, Run, Tab) end) || Tab <- Tabs],
+    mark(Dir, "running", []),
+    controller(Dir, Tabs).
+
+writer(Dir, Run, Tab) ->
+    {ok, Log} = file:open(ack_file(Dir, Tab), [append, raw, binary]),
+    writer(Log, Run, Tab, 1).
+
+writer(Log, Run, Tab, I) ->
+    Key = rand:uniform(?KEYS),
+    Seq = {Run, I},
+    Value = case rand:uniform(5) of
+                1 -> deleted;
+                _ -> Seq
+            end,
+    log_line(Log, {intent, Seq, Key, Value}),
+    Op = fun(T) ->
+                 case Value of
+                     deleted -> mnesia:delete({T, Key});
+                     _ -> mnesia:write({T, Key, Value})
+                 end
+         end,
+    ok = mnesia:activity(transaction, fun() -> Op(Tab), Op(control(Tab)) end, [], mnesia_frag),
+    ok = mnesia:sync_log(),
+    ok = dets_sync([Tab, control(Tab)]),
+    log_line(Log, {ack, Seq, Key, Value}),
+    writer(Log, Run, Tab, I + 1).
+
+%% Mnesia's durability line for disc_only_copies (measured by this test's
+%% controls, explained in docs/mnesia-disc-safety.md): a write survives a
+%% kill -9 once `mnesia:sync_log()' returned and then the dets file of the
+%% fragment written was flushed (`dets:sync/1'); `sync_log' alone keeps it
+%% only until Mnesia next dumps its log, while dets may still hold the
+%% write in its delayed-write cache (up to 3 s by default).
+dets_sync(Tabs) ->
+    [[_ = (catch dets:sync(F)) || F <- frags(T)]
+     || T <- Tabs, mnesia:table_info(T, storage_type) =:= disc_only_copies],
+    ok.
+
+frags(Tab) ->
+    mnesia:activity(async_dirty, fun() -> mnesia:table_info(Tab, frag_names) end, [], mnesia_frag).
+
+%% One framed term per entry (a torn last entry is ignored when read).
+log_line(Log, Term) ->
+    Bin = term_to_binary(Term),
+    ok = file:write(Log, <<(byte_size(Bin)):32, Bin/binary>>),
+    ok = file:datasync(Log).
+
+controller(Dir, Tabs) ->
+    Tab = lists:nth(rand:uniform(length(Tabs)), Tabs),
+    {_, _, N} = fraghash_frag:hash(Tab),
+    Grow = case {Tab, rand:uniform(3)} of
+               %% slots tables: one add in three relieves the largest fragment.
+               {tt_slots_dc, 1} -> relieve;
+               {tt_slots_doc, 1} -> relieve;
+               _ -> add
+           end,
+    Op = if
+             N =< ?MIN_FRAGS -> Grow;
+             N >= ?MAX_FRAGS -> del;
+             true -> case rand:uniform(2) of 1 -> Grow; 2 -> del end
+         end,
+    mark(Dir, "enter ~s ~s ~b", [Tab, Op, N]),
+    Res = case {Op, os:getenv("FRAGHASH_TORTURE_PLAIN")} of
+              %% The negative control: Mnesia's own change_table_frag, to
+              %% show that this test finds what goes wrong without the
+              %% safe path.
+              {add, "1"} -> mnesia:change_table_frag(Tab, {add_frag, [node()]});
+              {del, "1"} -> mnesia:change_table_frag(Tab, del_frag);
+              {add, _} -> fraghash_frag:add_frag(Tab, [node()]);
+              {relieve, "1"} -> mnesia:change_table_frag(Tab, {add_frag, [node()]});
+              {relieve, _} -> fraghash_frag:relieve(Tab, [node()], largest);
+              {del, _} -> fraghash_frag:del_frag(Tab)
+          end,
+    case Res of
+        {atomic, ok} -> mark(Dir, "leave ~s ~s", [Tab, Op]);
+        Other -> mark(Dir, "failed ~s ~s ~w", [Tab, Op, Other])
+    end,
+    timer:sleep(rand:uniform(40)),
+    controller(Dir, Tabs).
+
+%%% Checks
+
+ack_file(Dir, Tab) -> filename:join(Dir, "ack_" ++ atom_to_list(Tab) ++ ".log").
+
+%% Key => {LastAckedValue, [ValuesOfLaterIntents]} from the ack log.
+expected(Dir, Tab) ->
+    Terms = read_terms(ack_file(Dir, Tab)),
+    lists:foldl(
+      fun({ack, _Seq, K, V}, Acc) -> Acc#{K => {V, []}};
+         ({intent, _Seq, K, V}, Acc) ->
+              {Last, Maybe} = maps:get(K, Acc, {deleted, []}),
+              Acc#{K => {Last, [V | Maybe]}}
+      end, #{}, Terms).
+
+read_terms(File) ->
+    case file:read_file(File) of
+        {ok, Bin} -> frames(Bin, []);
+        {error, enoent} -> []
+    end.
+
+frames(<<Size:32, Bin:Size/binary, Rest/binary>>, Acc) ->
+    frames(Rest, [binary_to_term(Bin) | Acc]);
+frames(_Torn, Acc) ->
+    lists:reverse(Acc).
+
+%% Checks a case table and its control; repairs what Mnesia lost, so that
+%% the next check counts only new losses.
+check_case(Dir, Run, Tab) ->
+    Exp = expected(Dir, Tab),
+    {Case, CaseBad} = check_table(Tab, Exp),
+    {Ctl, CtlBad} = check_table(control(Tab), Exp),
+    %% Ours: what the migrated table lost or got wrong that the control
+    %% kept (for disc_copies the control keeps everything Mnesia promises).
+    Ours = [K || K <- CaseBad, not lists:member(K, CtlBad)],
+    Counts = maps:merge(Case, #{ours => length(Ours),
+                                ours_keys => [{K, maps:get(K, Exp, none), found(Tab, K),
+                                               found(control(Tab), K)}
+                                              || K <- lists:sublist(Ours, 5)],
+                                control => Ctl}),
+    {ok, F} = file:open(filename:join(Dir, "results.log"), [append, raw]),
+    ok = file:write(F, io_lib:format("~w.~n", [{check, Run, Tab, Counts}])),
+    ok = file:datasync(F),
+    ok = file:close(F),
+    repair(Dir, Run, Tab, Exp, lists:usort(CaseBad ++ CtlBad)).
+
+found(Tab, K) ->
+    {Mod, S, N} = fraghash_frag:hash(Tab),
+    [{F, mnesia:dirty_read(fraghash_frag:frag_name(Tab, F), K)} || F <- lists:seq(1, N),
+                                                                   mnesia:dirty_read(fraghash_frag:frag_name(Tab, F), K) =/= []]
+        ++ [{routed, Mod:key_to_frag_number(S, K)}].
+
+%% Returns {Counts, BadKeys}: keys whose value is not one of those allowed,
+%% plus structural faults counted in Counts.
+check_table(Tab, Exp) ->
+    {Mod, S, N} = fraghash_frag:hash(Tab),
+    Rows = lists:append(
+             [[{K, F, V} || {_, K, V} <- mnesia:dirty_match_object(
+                                             fraghash_frag:frag_name(Tab, F), {'_', '_', '_'})]
+              || F <- lists:seq(1, N)]),
+    Keys = [K || {K, _, _} <- Rows],
+    Dups = length(Keys) - length(lists:usort(Keys)),
+    Misplaced = length([K || {K, F, _} <- Rows, Mod:key_to_frag_number(S, K) =/= F]),
+    Found = maps:from_list([{K, V} || {K, _, V} <- Rows]),
+    Bad = [K || {K, {Last, Maybe}} <- maps:to_list(Exp),
+                not lists:member(maps:get(K, Found, deleted), [Last | Maybe])]
+        ++ [K || K <- maps:keys(Found), not maps:is_key(K, Exp)],
+    Lost = length([K || K <- Bad, maps:get(K, Found, deleted) =:= deleted]),
+    Sizes = [mnesia:table_info(fraghash_frag:frag_name(Tab, F), size) || F <- lists:seq(1, N)],
+    Size = mnesia:activity(async_dirty, fun() -> mnesia:table_info(Tab, size) end, [], mnesia_frag),
+    Names = mnesia:activity(async_dirty, fun() -> mnesia:table_info(Tab, frag_names) end,
+                            [], mnesia_frag),
+    Orphans = [T || T <- mnesia:system_info(tables),
+                    lists:prefix(atom_to_list(Tab) ++ "_frag", atom_to_list(T)),
+                    not lists:member(T, Names)],
+    Journal = length([T || T <- fraghash_journal:pending(), T =:= Tab]),
+    {#{n => N, records => length(Rows), checked => maps:size(Exp), duplicates => Dups,
+       misplaced => Misplaced, wrong_or_lost => length(Bad), lost => Lost,
+       sizes_add_up => (lists:sum(Sizes) =:= length(Rows) andalso Size =:= length(Rows)),
+       frag_names_match => length(Names) =:= N, orphans => length(Orphans),
+       journal_left => Journal},
+     Bad}.
+
+%% Makes both tables hold the last acknowledged value of every bad key (and
+%% logs that as acknowledged), and puts misplaced copies right.
+repair(_Dir, _Run, _Tab, _Exp, []) ->
+    ok;
+repair(Dir, Run, Tab, Exp, Bad) ->
+    [{atomic, _} = fraghash_frag:repair(T) || T <- [Tab, control(Tab)]],
+    {ok, Log} = file:open(ack_file(Dir, Tab), [append, raw, binary]),
+    lists:foreach(
+      fun(K) ->
+              {Last, _} = maps:get(K, Exp, {deleted, []}),
+              Op = fun(T) ->
+                           case Last of
+                               deleted -> mnesia:delete({T, K});
+                               V -> mnesia:write({T, K, V})
+                           end
+                   end,
+              ok = mnesia:activity(transaction, fun() -> Op(Tab), Op(control(Tab)) end,
+                                   [], mnesia_frag),
+              ok = mnesia:sync_log(),
+              ok = dets_sync([Tab, control(Tab)]),
+              log_line(Log, {ack, {Run, repair}, K, Last})
+      end, Bad),
+    ok = file:close(Log).
+
+mark(Dir, Fmt, Args) ->
+    {ok, F} = file:open(filename:join(Dir, "marks.log"), [append, raw]),
+    ok = file:write(F, [io_lib:format(Fmt, Args), $\n]),
+    ok = file:close(F).

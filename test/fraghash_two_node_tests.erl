@@ -1,0 +1,156 @@
+%% @doc Kill -9 of one of two Mnesia nodes in the middle of a crash-safe
+%% `add_frag' or `del_frag' (`fraghash_frag') on a table with `disc_copies'
+%% on both. Two nodes, A and B, are started with `peer' (OS processes); the
+%% operation runs on A; a step hook on A kills, at one step, either A itself
+%% (kill -9 of its own OS pid: the node running the operation) or B (the
+%% other node) and lets A go on. The killed node is restarted, both nodes
+%% recover (`fraghash_frag:recover/0'), and then both must agree: the same
+%% fragment count, the same keys in every fragment on both nodes, every
+%% record once, in its fragment, with its value; no journal entry left; and
+%% the operation runs again.
+%%
+%% Needs a distributed node (`-sname') and `FRAGHASH_TEST_DIR'.
+-module(fraghash_two_node_tests).
+
+-include_lib("eunit/include/eunit.hrl").
+
+-export([read_all/2, frag_keys/1]).
+
+-define(RECORDS, 2000).
+-define(T, 300).
+
+two_node_test_() ->
+    {timeout, ?T * 4,
+     {"kill -9 one of two nodes during add_frag/del_frag",
+      fun() ->
+              [case_(Mod, Op, Step, Victim)
+               || {Mod, Op, Step} <- [{mnesia_frag_slots, add, add_journaled},
+                                      {mnesia_frag_slots, add, add_committed},
+                                      {mnesia_frag_slots, add, add_cleanup},
+                                      {mnesia_frag_slots, del, del_copy},
+                                      {mnesia_frag_slots, del, del_verified},
+                                      {mnesia_frag_slots, del, del_committed},
+                                      {mnesia_frag_hash, add, add_journaled},
+                                      {mnesia_frag_hash, del, del_verified}],
+                  Victim <- [self, other]],
+              ok
+      end}}.
+
+scratch() ->
+    case os:getenv("FRAGHASH_TEST_DIR") of
+        false -> error(no_fraghash_test_dir);
+        D -> D
+    end.
+
+case_(Mod, Op, Step, Victim) ->
+    Id = lists:concat([Mod, "_", Step, "_", Victim, "_", os:getpid()]),
+    Dir = filename:join(scratch(), "two_" ++ Id),
+    NameA = list_to_atom("fh2a_" ++ integer_to_list(erlang:phash2(Id))),
+    NameB = list_to_atom("fh2b_" ++ integer_to_list(erlang:phash2(Id))),
+    {PA, A} = start_peer(NameA, filename:join(Dir, "a")),
+    {PB, B} = start_peer(NameB, filename:join(Dir, "b")),
+    ok = rpc:call(A, mnesia, create_schema, [[A, B]]),
+    [ok = rpc:call(N, mnesia, start, []) || N <- [A, B]],
+    Tab = list_to_atom("two_" ++ atom_to_list(Mod)),
+    {atomic, ok} =
+        rpc:call(A, mnesia, create_table,
+                 [Tab, [{attributes, [key, val]},
+                        {frag_properties, [{n_fragments, 4}, {hash_module, Mod},
+                                           {node_pool, [A, B]}, {n_disc_copies, 2}]}]]),
+    ok = rpc:call(A, mnesia, activity,
+                  [sync_dirty, fun() -> [mnesia:write({Tab, I, I * 5}) || I <- lists:seq(1, ?RECORDS)],
+                                        ok end, [], mnesia_frag]),
+    ok = rpc:call(A, fraghash_frag, recover, []),
+    {atomic, ok} = rpc:call(A, fraghash_frag, add_frag, [Tab, [A, B]]),
+    %% The hook: at Step, kill -9 this node (A) or B, once.
+    OsB = rpc:call(B, os, getpid, []),
+    Kill = case Victim of
+               self -> "kill -9 " ++ rpc:call(A, os, getpid, []);
+               other -> "kill -9 " ++ OsB
+           end,
+    ok = rpc:call(A, fraghash_frag, set_step_hook,
+                  [fun(T, S) when T =:= Tab, S =:= Step ->
+                           fraghash_frag:set_step_hook(undefined),
+                           os:cmd(Kill);
+                      (_, _) -> ok
+                   end]),
+    Result = rpc:call(A, fraghash_frag, case Op of add -> add_frag; del -> del_frag end,
+                      case Op of add -> [Tab, [A, B]]; del -> [Tab] end, 60000),
+    {Dead, DeadName, DeadDir, Alive} =
+        case Victim of
+            self -> {A, NameA, filename:join(Dir, "a"), B};
+            other -> {B, NameB, filename:join(Dir, "b"), A}
+        end,
+    wait_down(Dead),
+    %% The dead node's peer controller goes too (its node is gone).
+    _ = (catch peer:stop(case Victim of self -> PA; other -> PB end)),
+    {_, Dead} = start_peer(DeadName, DeadDir),
+    ok = rpc:call(Dead, mnesia, start, []),
+    [?assertEqual({N, ok}, {N, rpc:call(N, mnesia, wait_for_tables,
+                                         [rpc:call(N, mnesia, system_info, [tables]), 30000])})
+     || N <- [A, B]],
+    [ok = rpc:call(N, fraghash_frag, recover, []) || N <- [Dead, Alive]],
+    Where = {Mod, Op, Step, Victim, Result},
+    io:format(user, "two nodes: ~w ~w at ~w, killed ~w: returned ~0p~n",
+              [Mod, Op, Step, Victim, Result]),
+    check_both(Tab, A, B, Where),
+    %% The operation runs again, and the nodes still agree.
+    {atomic, ok} = rpc:call(Alive, fraghash_frag, case Op of add -> add_frag; del -> del_frag end,
+                            case Op of add -> [Tab, [A, B]]; del -> [Tab] end, 60000),
+    check_both(Tab, A, B, {again, Where}),
+    [begin
+         OsPid = rpc:call(N, os, getpid, []),
+         os:cmd("kill -9 " ++ OsPid),
+         wait_down(N)
+     end || N <- [A, B]],
+    ok.
+
+check_both(Tab, A, B, Where) ->
+    [JA, JB] = [rpc:call(N, fraghash_journal, pending, []) || N <- [A, B]],
+    ?assertEqual({Where, [], []}, {Where, JA, JB}),
+    {Mod, S, N} = rpc:call(A, fraghash_frag, hash, [Tab]),
+    ?assertEqual({Where, N}, {Where, element(3, rpc:call(B, fraghash_frag, hash, [Tab]))}),
+    KA = rpc:call(A, ?MODULE, frag_keys, [Tab]),
+    KB = rpc:call(B, ?MODULE, frag_keys, [Tab]),
+    ?assertEqual({Where, KA}, {Where, KB}),
+    All = lists:append([[{K, F} || K <- Ks] || {F, Ks} <- KA]),
+    ?assertEqual({Where, lists:seq(1, ?RECORDS)}, {Where, lists:sort([K || {K, _} <- All])}),
+    ?assertEqual({Where, []}, {Where, [K || {K, F} <- All, Mod:key_to_frag_number(S, K) =/= F]}),
+    ?assertEqual({Where, N}, {Where, length(KA)}),
+    [?assertEqual({Where, ?RECORDS}, {Where, rpc:call(X, ?MODULE, read_all, [Tab, ?RECORDS])})
+     || X <- [A, B]],
+    ok.
+
+%% @doc [{Fragment, SortedKeys}] of every fragment, as this node holds them.
+-spec frag_keys(atom()) -> [{pos_integer(), [term()]}].
+frag_keys(Tab) ->
+    {_, _, N} = fraghash_frag:hash(Tab),
+    [{F, lists:sort(mnesia:dirty_all_keys(fraghash_frag:frag_name(Tab, F)))}
+     || F <- lists:seq(1, N)].
+
+%% @doc How many of keys 1..Count read back with their value on this node.
+-spec read_all(atom(), pos_integer()) -> non_neg_integer().
+read_all(Tab, Count) ->
+    mnesia:activity(async_dirty,
+                    fun() ->
+                            length([I || I <- lists:seq(1, Count),
+                                         mnesia:read(Tab, I) =:= [{Tab, I, I * 5}]])
+                    end, [], mnesia_frag).
+
+start_peer(Name, Dir) ->
+    ok = filelib:ensure_path(Dir),
+    %% The test modules and the adapter may be built into different
+    %% directories (rebar3 keeps test modules apart).
+    Dirs = lists:usort([filename:dirname(code:which(M)) || M <- [?MODULE, fraghash_frag]]),
+    {ok, Peer, Node} = peer:start(#{name => Name, host => "localhost",
+                                    args => ["-pa" | Dirs] ++ ["-mnesia", "dir",
+                                                               "\"" ++ Dir ++ "\""]}),
+    OsPid = rpc:call(Node, os, getpid, []),
+    ok = file:write_file(filename:join(scratch(), "peer.pids"), [OsPid, "\n"], [append]),
+    {Peer, Node}.
+
+wait_down(Node) ->
+    case lists:member(Node, nodes()) of
+        true -> timer:sleep(50), wait_down(Node);
+        false -> ok
+    end.
