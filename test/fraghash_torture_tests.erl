@@ -55,7 +55,7 @@ torture() ->
     Ours = [{Run, Tab, C} || {check, Run, Tab, C} <- Checks, faulty(Tab, C)],
     ?assertEqual([], lists:sublist(Ours, 5)),
     %% Known gap (docs/mnesia-disc-safety.md): on disc_only_copies tables a
-    %% few acknowledged values (about 1 per 100 kills) come back lost or
+    %% few acknowledged values (5 in 1,230 kills) come back lost or
     %% older after a restart that follows a completed migration, though the
     %% control keeps them. Reported always; a failure only with
     %% FRAGHASH_TORTURE_STRICT=1, until its cause is found.
