@@ -38,6 +38,7 @@ disc_safety_test_() ->
      end}.
 
 setup() ->
+    fraghash_mnesia_tests:quiet_overload(),
     case mnesia:system_info(is_running) of
         yes ->
             keep;

@@ -145,6 +145,7 @@ start_peer(Name, Dir) ->
     {ok, Peer, Node} = peer:start(#{name => Name, host => "localhost",
                                     args => ["-pa" | Dirs] ++ ["-mnesia", "dir",
                                                                "\"" ++ Dir ++ "\""]}),
+    ok = rpc:call(Node, fraghash_mnesia_tests, quiet_overload, []),
     OsPid = rpc:call(Node, os, getpid, []),
     ok = file:write_file(filename:join(scratch(), "peer.pids"), [OsPid, "\n"], [append]),
     {Peer, Node}.
