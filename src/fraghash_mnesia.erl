@@ -19,6 +19,7 @@
 
 -export([init_state/3, add_frag/2, del_frag/2, key_to_frag_number/2,
          match_spec_to_frag_numbers/2, info/1, module_of/1, load_locate/2]).
+-export([publish_locate/2, locate_hash/2, published/0]).
 
 -type scheme() :: slots | chash | jump | linear.
 -type state() :: #fraghash_state{}.
@@ -99,6 +100,128 @@ del_frag(Scheme, Bad) ->
 load_locate(#fraghash_state{digest = D, bytes = B}, H) ->
     ok = built_dir(),
     nif(fun() -> fraghash_nif:load_locate(D, B, H) end).
+
+%%% Published lookups: the per-operation path without a NIF call.
+%%
+%% A state's lookup table (built by the NIF from the core's scheme, see
+%% `fraghash_nif:lookup_table/2') is published as the persistent term
+%% `{fraghash_lookup, K}' (`K' the digest's first 59 bits) by the first
+%% lookup that misses it on this node, never per operation. The value is
+%% the digest, the table in the form the hot path reads, the table name and
+%% the publishing time: `{ranges, Digest, Shift, OffMask, W, 2W, OwnerMask,
+%% Buckets, Table, Published}', `{low_bits, Digest, Mask, Half, N, Table,
+%% Published}' or `{nif, Digest, Table, Published}'.
+%%
+%% Replacing or erasing a persistent term makes the VM scan every
+%% process's heap, so publishing is rare and bounded:
+%% <ul>
+%% <li>One publisher at a time per node (a `global' lock on this node only,
+%% released if its holder dies). A lookup that misses while another
+%% process publishes asks the NIF instead, so a burst of lookups of a new
+%% state builds and publishes its table once.</li>
+%% <li>A table keeps its two most recently published lookups (the current
+%% state and the one before it, which lookups under way during a change
+%% and `fraghash_frag''s follow-up still use); publishing a third erases
+%% the oldest. A table's states never come back (each change extends the
+%% recipe), so the two do not alternate.</li>
+%% <li>Lookups of tables that no longer exist in Mnesia are erased by the
+%% next publish once they are a minute old.</li>
+%% </ul>
+%% So the memory held is at most two lookups per table, plus those of
+%% tables deleted within the last minute or since the last publish.
+
+-define(KEEP_PER_TABLE, 2).
+-define(STALE_MS, 60000).
+-define(PUBLISH_LOCK, {fraghash_lookup_publish, self()}).
+
+%% @doc The miss path of `key_to_frag_number/2' for slots, chash and
+%% linear: publishes the state's lookup table (when no other process is
+%% publishing one) and locates `H'.
+-spec publish_locate(state(), 0..4294967295) -> pos_integer().
+publish_locate(#fraghash_state{digest = D} = S, H) ->
+    case persistent_term:get(?FRAGHASH_LOOKUP_KEY(D), miss) of
+        miss ->
+            case catch global:set_lock(?PUBLISH_LOCK, [node()], 0) of
+                true ->
+                    try publish(S) of
+                        Value -> fraghash_read_lookup(Value, H, S)
+                    after
+                        global:del_lock(?PUBLISH_LOCK, [node()])
+                    end;
+                _ ->
+                    load_locate(S, H)
+            end;
+        Value ->
+            fraghash_read_lookup(Value, H, S)
+    end.
+
+%% @doc The fragment of a 32-bit hash `H' (`erlang:phash2(Key, 1 bsl 32)')
+%% through the same path as `key_to_frag_number/2': the published lookup
+%% for slots, chash and linear (publishing it on a miss), the NIF for jump.
+-spec locate_hash(state(), 0..4294967295) -> pos_integer().
+locate_hash(#fraghash_state{scheme = jump} = S, H) ->
+    load_locate(S, H);
+locate_hash(#fraghash_state{digest = D} = S, H) ->
+    case persistent_term:get(?FRAGHASH_LOOKUP_KEY(D), miss) of
+        miss -> publish_locate(S, H);
+        Value -> fraghash_read_lookup(Value, H, S)
+    end.
+
+%% @doc The lookups published on this node: `{Table, Digest, Words}' per
+%% lookup, `Words' its size in memory words.
+-spec published() -> [{atom(), binary(), non_neg_integer()}].
+published() ->
+    [{T, D, erts_debug:flat_size(V)} || {D, T, _, V} <- published_entries()].
+
+%% Builds and publishes the lookup of a state (unless already there), then
+%% erases the lookups that are no longer kept. Returns the published value.
+publish(#fraghash_state{table = T, digest = D, bytes = B}) ->
+    Key = ?FRAGHASH_LOOKUP_KEY(D),
+    case persistent_term:get(Key, miss) of
+        miss ->
+            ok = built_dir(),
+            Now = erlang:monotonic_time(millisecond),
+            Value = case nif(fun() -> fraghash_nif:lookup_table(D, B) end) of
+                        {ranges, Shift, W, Buckets} ->
+                            {ranges, D, Shift, (1 bsl Shift) - 1, W, 2 * W, (1 bsl W) - 1,
+                             Buckets, T, Now};
+                        {low_bits, Mask, Half, N} ->
+                            {low_bits, D, Mask, Half, N, T, Now};
+                        none ->
+                            {nif, D, T, Now}
+                    end,
+            ok = persistent_term:put(Key, Value),
+            retire(T, Now),
+            Value;
+        Value ->
+            %% Published meanwhile; or another state's digest shares the
+            %% key's 59 bits (about one chance in 2^59 per pair): that state
+            %% keeps the key, and this one reads the NIF
+            %% (fraghash_read_lookup/3 checks the digest).
+            Value
+    end.
+
+%% Erases the lookups of table `T' beyond the newest ?KEEP_PER_TABLE, and
+%% those of tables Mnesia no longer has that are over ?STALE_MS old.
+retire(T, Now) ->
+    Entries = published_entries(),
+    Mine = lists:reverse(lists:keysort(3, [E || {_, T1, _, _} = E <- Entries, T1 =:= T])),
+    Old = lists:nthtail(min(?KEEP_PER_TABLE, length(Mine)), Mine),
+    Stale = case catch mnesia:system_info(tables) of
+                Tabs when is_list(Tabs) ->
+                    [E || {_, T1, P, _} = E <- Entries, T1 =/= T, Now - P > ?STALE_MS,
+                          not lists:member(T1, Tabs)];
+                _ ->
+                    []
+            end,
+    _ = [persistent_term:erase(?FRAGHASH_LOOKUP_KEY(D)) || {D, _, _, _} <- Old ++ Stale],
+    ok.
+
+%% `{Digest, Table, PublishedMs, Value}' of every published lookup.
+published_entries() ->
+    [{element(2, V), element(tuple_size(V) - 1, V), element(tuple_size(V), V), V}
+     || {{fraghash_lookup, K}, V} <- persistent_term:get(),
+        is_integer(K), is_tuple(V), tuple_size(V) >= 4].
 
 %% @doc `match_spec_to_frag_numbers/2': one fragment when the match spec's
 %% key is bound, all of them otherwise.

@@ -7,7 +7,7 @@
 -export([main/1, distribution/2, lookup/2, key/1, rate/2]).
 
 -define(MODULES, [mnesia_frag_hash, mnesia_frag_slots, mnesia_frag_chash,
-                  mnesia_frag_jump]).
+                  mnesia_frag_jump, mnesia_frag_linear]).
 
 %% @doc `main([Keys, FragCounts, DistKeys])', all as strings
 %% ("100000", "50,400,4000", "1000000").
@@ -25,14 +25,21 @@ main([Keys, Frags, DistKeys]) ->
          [lookup(M, F) || F <- Fs],
          io:format("~n")
      end || M <- ?MODULES],
-    {Reps, Rounds} = {env_int("FRAGHASH_BENCH_REPS", 3), env_int("FRAGHASH_BENCH_ROUNDS", 2)},
+    {Reps, Rounds} = {env_int("FRAGHASH_BENCH_REPS", 3), env_int("FRAGHASH_BENCH_ROUNDS", 1)},
+    FreshMax = env_int("FRAGHASH_BENCH_FRESH_MAX", 400),
     io:format("~n## async_dirty through mnesia_frag, ram_copies, ~b keys: ~b repetitions "
-              "of ~b interleaved passes~n~n", [K, Reps, Rounds]),
+              "of ~b inserts of new keys and ~b interleaved passes of overwrites and reads"
+              "~n~n", [K, Reps, K, Rounds]),
     plain(K),
     io:format("~n"),
     fraghash_bench_throughput:print_header(),
-    [fraghash_bench_throughput:run(?MODULES ++ [fraghash_bench_control], F, K, {Reps, Rounds})
+    [fraghash_bench_throughput:run(?MODULES ++ [fraghash_bench_control], F, K, {Reps, Rounds},
+                                   FreshMax)
      || F <- Fs],
+    PubFrags = env_int("FRAGHASH_BENCH_PUBLISH_FRAGS", 400),
+    io:format("~n## add_frag and publishing, ~b fragments, 20,000 records, median of 5~n~n",
+              [PubFrags]),
+    fraghash_bench_publish:run(?MODULES, PubFrags, 20000),
     io:format("~n## distribution: ~s random string keys over 50 fragments~n~n",
               [DistKeys]),
     io:format("| hash module | stddev | biggest | smallest | max/mean | binomial floor |~n"
