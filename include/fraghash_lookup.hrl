@@ -13,12 +13,10 @@
 %% (`fraghash_mnesia:publish_locate/2'). Jump keeps the NIF call: its
 %% answer comes from 64-bit mixing that Erlang would do in bignums.
 
-%% The persistent_term key of a state's published lookup: the digest's
-%% first 59 bits, a small integer, which persistent_term hashes in half the
-%% time of the 16-byte binary. The value holds the whole digest, checked on
-%% every read.
--define(FRAGHASH_LOOKUP_KEY(Digest),
-        {fraghash_lookup, binary:decode_unsigned(binary:part(Digest, 0, 8)) bsr 5}).
+%% The persistent_term key of a state's published lookup is its digest
+%% itself: hashing a 16-byte binary cost less, measured, than building a
+%% tuple key or matching an integer out of the digest on every call, and
+%% key equality is digest equality.
 
 %% @doc The fragment (1-based) of a key: O(1) at any fragment count.
 -spec key_to_frag_number(fraghash_mnesia:state(), term()) -> pos_integer().
@@ -28,10 +26,10 @@ key_to_frag_number(#fraghash_state{scheme = jump, digest = D} = S, Key) ->
         miss -> fraghash_mnesia:load_locate(S, H);
         Frag -> Frag
     end;
-key_to_frag_number(#fraghash_state{digest = <<K:59, _/bits>> = D} = S, Key) ->
+key_to_frag_number(#fraghash_state{digest = D} = S, Key) ->
     H = erlang:phash2(Key, 4294967296),
-    case persistent_term:get({fraghash_lookup, K}, miss) of
-        {ranges, D, Shift, OffMask, W, W2, OMask, Buckets, _Table, _Published} ->
+    case persistent_term:get(D, miss) of
+        {fraghash_ranges, Shift, OffMask, W, W2, OMask, Buckets, _Table, _Published} ->
             case element((H bsr Shift) + 1, Buckets) of
                 Frag when is_integer(Frag), Frag > 0 -> Frag;
                 Packed when is_integer(Packed) ->
@@ -47,18 +45,16 @@ key_to_frag_number(Bad, _Key) ->
     mnesia:abort({bad_hash_state, Bad}).
 
 %% The fragment of `H' in a published lookup of state `S' (see
-%% fraghash_nif:lookup_table/2 for the forms; `{nif, ...}' marks a state
-%% whose lookup stays in the NIF). Anything else, a lookup of another state
-%% whose digest shares the key's 59 bits, goes to the NIF too.
-fraghash_read_lookup({ranges, D, Shift, OffMask, W, W2, OMask, Buckets, _, _}, H,
-                     #fraghash_state{digest = D}) ->
+%% fraghash_nif:lookup_table/2 for the forms; `fraghash_nif' marks a state
+%% whose lookup stays in the NIF, as does any other term under the key).
+fraghash_read_lookup({fraghash_ranges, Shift, OffMask, W, W2, OMask, Buckets, _, _}, H, _S) ->
     case element((H bsr Shift) + 1, Buckets) of
         Frag when is_integer(Frag), Frag > 0 -> Frag;
         Packed when is_integer(Packed) ->
             fraghash_packed_owner(-Packed, H, OffMask, W, W2, OMask);
         Split -> fraghash_split_owner(Split, H, 2)
     end;
-fraghash_read_lookup({low_bits, D, Mask, Half, N, _, _}, H, #fraghash_state{digest = D}) ->
+fraghash_read_lookup({fraghash_low_bits, Mask, Half, N, _, _}, H, _S) ->
     case H band Mask of
         A when A >= N -> A - Half + 1;
         A -> A + 1

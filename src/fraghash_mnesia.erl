@@ -105,12 +105,12 @@ load_locate(#fraghash_state{digest = D, bytes = B}, H) ->
 %%
 %% A state's lookup table (built by the NIF from the core's scheme, see
 %% `fraghash_nif:lookup_table/2') is published as the persistent term
-%% `{fraghash_lookup, K}' (`K' the digest's first 59 bits) by the first
-%% lookup that misses it on this node, never per operation. The value is
-%% the digest, the table in the form the hot path reads, the table name and
-%% the publishing time: `{ranges, Digest, Shift, OffMask, W, 2W, OwnerMask,
-%% Buckets, Table, Published}', `{low_bits, Digest, Mask, Half, N, Table,
-%% Published}' or `{nif, Digest, Table, Published}'.
+%% keyed by the state's digest (a 16-byte binary) by the first lookup that
+%% misses it on this node, never per operation. The value is the table in
+%% the form the hot path reads, then the table name and the publishing
+%% time: `{fraghash_ranges, Shift, OffMask, W, 2W, OwnerMask, Buckets,
+%% Table, Published}', `{fraghash_low_bits, Mask, Half, N, Table,
+%% Published}' or `{fraghash_nif, Table, Published}'.
 %%
 %% Replacing or erasing a persistent term makes the VM scan every
 %% process's heap, so publishing is rare and bounded:
@@ -139,7 +139,7 @@ load_locate(#fraghash_state{digest = D, bytes = B}, H) ->
 %% publishing one) and locates `H'.
 -spec publish_locate(state(), 0..4294967295) -> pos_integer().
 publish_locate(#fraghash_state{digest = D} = S, H) ->
-    case persistent_term:get(?FRAGHASH_LOOKUP_KEY(D), miss) of
+    case persistent_term:get(D, miss) of
         miss ->
             case catch global:set_lock(?PUBLISH_LOCK, [node()], 0) of
                 true ->
@@ -162,7 +162,7 @@ publish_locate(#fraghash_state{digest = D} = S, H) ->
 locate_hash(#fraghash_state{scheme = jump} = S, H) ->
     load_locate(S, H);
 locate_hash(#fraghash_state{digest = D} = S, H) ->
-    case persistent_term:get(?FRAGHASH_LOOKUP_KEY(D), miss) of
+    case persistent_term:get(D, miss) of
         miss -> publish_locate(S, H);
         Value -> fraghash_read_lookup(Value, H, S)
     end.
@@ -176,28 +176,24 @@ published() ->
 %% Builds and publishes the lookup of a state (unless already there), then
 %% erases the lookups that are no longer kept. Returns the published value.
 publish(#fraghash_state{table = T, digest = D, bytes = B}) ->
-    Key = ?FRAGHASH_LOOKUP_KEY(D),
-    case persistent_term:get(Key, miss) of
+    case persistent_term:get(D, miss) of
         miss ->
             ok = built_dir(),
             Now = erlang:monotonic_time(millisecond),
             Value = case nif(fun() -> fraghash_nif:lookup_table(D, B) end) of
                         {ranges, Shift, W, Buckets} ->
-                            {ranges, D, Shift, (1 bsl Shift) - 1, W, 2 * W, (1 bsl W) - 1,
-                             Buckets, T, Now};
+                            {fraghash_ranges, Shift, (1 bsl Shift) - 1, W, 2 * W,
+                             (1 bsl W) - 1, Buckets, T, Now};
                         {low_bits, Mask, Half, N} ->
-                            {low_bits, D, Mask, Half, N, T, Now};
+                            {fraghash_low_bits, Mask, Half, N, T, Now};
                         none ->
-                            {nif, D, T, Now}
+                            {fraghash_nif, T, Now}
                     end,
-            ok = persistent_term:put(Key, Value),
+            ok = persistent_term:put(D, Value),
             retire(T, Now),
             Value;
         Value ->
-            %% Published meanwhile; or another state's digest shares the
-            %% key's 59 bits (about one chance in 2^59 per pair): that state
-            %% keeps the key, and this one reads the NIF
-            %% (fraghash_read_lookup/3 checks the digest).
+            %% Published meanwhile.
             Value
     end.
 
@@ -214,14 +210,15 @@ retire(T, Now) ->
                 _ ->
                     []
             end,
-    _ = [persistent_term:erase(?FRAGHASH_LOOKUP_KEY(D)) || {D, _, _, _} <- Old ++ Stale],
+    _ = [persistent_term:erase(D) || {D, _, _, _} <- Old ++ Stale],
     ok.
 
 %% `{Digest, Table, PublishedMs, Value}' of every published lookup.
 published_entries() ->
-    [{element(2, V), element(tuple_size(V) - 1, V), element(tuple_size(V), V), V}
-     || {{fraghash_lookup, K}, V} <- persistent_term:get(),
-        is_integer(K), is_tuple(V), tuple_size(V) >= 4].
+    [{D, element(tuple_size(V) - 1, V), element(tuple_size(V), V), V}
+     || {D, V} <- persistent_term:get(), is_binary(D), byte_size(D) =:= 16,
+        is_tuple(V), tuple_size(V) >= 3,
+        lists:member(element(1, V), [fraghash_ranges, fraghash_low_bits, fraghash_nif])].
 
 %% @doc `match_spec_to_frag_numbers/2': one fragment when the match spec's
 %% key is bound, all of them otherwise.

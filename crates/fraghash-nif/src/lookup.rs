@@ -12,9 +12,12 @@
 //! that Erlang reads with a shift and one `element/2`: a bucket is an
 //! integer (its owner, or two owners and where the second begins, packed),
 //! or, where three or more segments meet, a small tuple to scan. Buckets are
-//! at least twice the segments, so few need the tuple: a `ring` of 400,000
-//! points is a 2^20-element tuple, read with one memory access per lookup
-//! in about 95 % of buckets (the rest take a second).
+//! [`BUCKETS_PER_SEGMENT`] times the segments (up to [`MAX_BUCKET_BITS`]),
+//! so most lookups read one integer: a fresh `slots` table of 4,000
+//! fragments is a tuple of 8,192 buckets (64 KiB), a `ring` of 400,000
+//! points one of 2^20 (8 MiB). More buckets per segment were measured
+//! slower: the tuple's size costs more cache misses than the packed pairs
+//! cost arithmetic.
 //!
 //! The core stays the one place that decides placement: the segments' start
 //! points come from the scheme's structure (where a slot run or a ring point
@@ -33,6 +36,12 @@ use fraghash::{widen_phash2, AnyScheme, FragmentScheme};
 /// Most bucket bits of a [`RangeIndex`]: 2^20 buckets, an 8 MiB tuple. Past
 /// that, buckets just hold more segments each.
 pub const MAX_BUCKET_BITS: u32 = 20;
+
+/// Buckets per segment (rounded up to a power of two): with `b` buckets per
+/// segment about `1/b` of the buckets hold a segment start, and a lookup
+/// that lands there decodes a packed pair or scans a tuple instead of
+/// reading its answer.
+pub const BUCKETS_PER_SEGMENT: usize = 2;
 
 /// What Erlang reads instead of calling the NIF, for one state.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,12 +83,12 @@ pub struct RangeIndex {
 
 impl RangeIndex {
     /// Lays out segments (sorted `(start, owner)`, the first starting at 0,
-    /// neighbours of different owners) with at least twice as many buckets
-    /// as segments, up to [`MAX_BUCKET_BITS`].
+    /// neighbours of different owners) with [`BUCKETS_PER_SEGMENT`] buckets
+    /// per segment or more, up to [`MAX_BUCKET_BITS`].
     pub fn new(segments: &[(u32, u32)]) -> RangeIndex {
         debug_assert_eq!(segments.first().map(|s| s.0), Some(0));
-        let bits = (usize::BITS - (2 * segments.len()).saturating_sub(1).leading_zeros())
-            .min(MAX_BUCKET_BITS);
+        let wanted = BUCKETS_PER_SEGMENT * segments.len();
+        let bits = (usize::BITS - wanted.saturating_sub(1).leading_zeros()).min(MAX_BUCKET_BITS);
         let shift = 32 - bits;
         let mut buckets = Vec::with_capacity(1 << bits);
         let mut seg = 0usize;

@@ -132,7 +132,7 @@ fn index_layout() {
     let one = RangeIndex::new(&[(0, 1)]);
     assert_eq!(one.shift, 31);
     assert_eq!(one.owner_bits, 1);
-    assert_eq!(one.buckets, vec![Bucket::Owner(1), Bucket::Owner(1)]);
+    assert_eq!(one.buckets, vec![Bucket::Owner(1); 2]);
     // Three segments: eight buckets, two of them split.
     let r = RangeIndex::new(&[(0, 1), (1 << 30 | 5, 2), (1 << 31 | 7, 3)]);
     assert_eq!(r.shift, 29);
