@@ -1,8 +1,10 @@
 %% @doc The shared implementation of the fraghash Mnesia hash modules
 %% (`mnesia_frag_slots', `mnesia_frag_chash', `mnesia_frag_jump',
 %% `mnesia_frag_linear'): the `mnesia_frag_hash' callbacks, parameterised by
-%% scheme. The mapping from key to fragment runs in Rust (`fraghash_nif'),
-%% the same code as the core crate.
+%% scheme. Where keys go is decided in Rust (`fraghash_nif', the same code
+%% as the core crate). For slots, chash and linear the NIF exports each
+%% state's lookup table once and lookups read it in Erlang, with no NIF
+%% call (see "Published lookups" below); jump calls the NIF per lookup.
 %%
 %% A key's hash is `H = erlang:phash2(Key, 1 bsl 32)'; the NIF widens it to
 %% 64 bits as `H * (2^32 + 1)', so `linear' answers exactly as
