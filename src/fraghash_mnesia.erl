@@ -117,10 +117,11 @@ load_locate(#fraghash_state{digest = D, bytes = B}, H) ->
 %% Replacing or erasing a persistent term makes the VM scan every
 %% process's heap, so publishing is rare and bounded:
 %% <ul>
-%% <li>One publisher at a time per node (a `global' lock on this node only,
-%% released if its holder dies). A lookup that misses while another
-%% process publishes asks the NIF instead, so a burst of lookups of a new
-%% state builds and publishes its table once.</li>
+%% <li>One publisher at a time per node: the publisher holds the local
+%% registered name `fraghash_lookup_publisher' (freed by the VM if it
+%% dies). A lookup that misses while another process publishes asks the
+%% NIF instead, so a burst of lookups of a new state builds and publishes
+%% its table once.</li>
 %% <li>A table keeps its two most recently published lookups (the current
 %% state and the one before it, which lookups under way during a change
 %% and `fraghash_frag''s follow-up still use); publishing a third erases
@@ -134,7 +135,7 @@ load_locate(#fraghash_state{digest = D, bytes = B}, H) ->
 
 -define(KEEP_PER_TABLE, 2).
 -define(STALE_MS, 60000).
--define(PUBLISH_LOCK, {fraghash_lookup_publish, self()}).
+-define(PUBLISHER, fraghash_lookup_publisher).
 
 %% @doc The miss path of `key_to_frag_number/2' for slots, chash and
 %% linear: publishes the state's lookup table (when no other process is
@@ -143,15 +144,22 @@ load_locate(#fraghash_state{digest = D, bytes = B}, H) ->
 publish_locate(#fraghash_state{digest = D} = S, H) ->
     case persistent_term:get(D, miss) of
         miss ->
-            case catch global:set_lock(?PUBLISH_LOCK, [node()], 0) of
+            case catch register(?PUBLISHER, self()) of
                 true ->
                     try publish(S) of
                         Value -> fraghash_read_lookup(Value, H, S)
                     after
-                        global:del_lock(?PUBLISH_LOCK, [node()])
+                        unregister(?PUBLISHER)
                     end;
                 _ ->
-                    load_locate(S, H)
+                    case process_info(self(), registered_name) of
+                        %% A process registered under its own name cannot
+                        %% take this one: it publishes unguarded.
+                        {registered_name, Own} when Own =/= ?PUBLISHER ->
+                            fraghash_read_lookup(publish(S), H, S);
+                        _ ->
+                            load_locate(S, H)
+                    end
             end;
         Value ->
             fraghash_read_lookup(Value, H, S)
