@@ -1,8 +1,10 @@
 %% @doc The shared implementation of the fraghash Mnesia hash modules
 %% (`mnesia_frag_slots', `mnesia_frag_chash', `mnesia_frag_jump',
 %% `mnesia_frag_linear'): the `mnesia_frag_hash' callbacks, parameterised by
-%% scheme. The mapping from key to fragment runs in Rust (`fraghash_nif'),
-%% the same code as the core crate.
+%% scheme. Where keys go is decided in Rust (`fraghash_nif', the same code
+%% as the core crate). For slots, chash and linear the NIF exports each
+%% state's lookup table once and lookups read it in Erlang, with no NIF
+%% call (see "Published lookups" below); jump calls the NIF per lookup.
 %%
 %% A key's hash is `H = erlang:phash2(Key, 1 bsl 32)'; the NIF widens it to
 %% 64 bits as `H * (2^32 + 1)', so `linear' answers exactly as
@@ -19,6 +21,7 @@
 
 -export([init_state/3, add_frag/2, del_frag/2, key_to_frag_number/2,
          match_spec_to_frag_numbers/2, info/1, module_of/1, load_locate/2]).
+-export([publish_locate/2, locate_hash/2, published/0]).
 
 -type scheme() :: slots | chash | jump | linear.
 -type state() :: #fraghash_state{}.
@@ -111,6 +114,133 @@ del_frag(Scheme, Bad) ->
 load_locate(#fraghash_state{digest = D, bytes = B}, H) ->
     ok = built_dir(),
     nif(fun() -> fraghash_nif:load_locate(D, B, H) end).
+
+%%% Published lookups: the per-operation path without a NIF call.
+%%
+%% A state's lookup table (built by the NIF from the core's scheme, see
+%% `fraghash_nif:lookup_table/2') is published as the persistent term
+%% keyed by the state's digest (a 16-byte binary) by the first lookup that
+%% misses it on this node, never per operation. The value is the table in
+%% the form the hot path reads, then the table name and the publishing
+%% time: `{fraghash_ranges, Shift, OffMask, W, 2W, OwnerMask, Buckets,
+%% Table, Published}', `{fraghash_low_bits, Mask, Half, N, Table,
+%% Published}' or `{fraghash_nif, Table, Published}'.
+%%
+%% Replacing or erasing a persistent term makes the VM scan every
+%% process's heap, so publishing is rare and bounded:
+%% <ul>
+%% <li>One publisher at a time per node: the publisher holds the local
+%% registered name `fraghash_lookup_publisher' (freed by the VM if it
+%% dies). A lookup that misses while another process publishes asks the
+%% NIF instead, so a burst of lookups of a new state builds and publishes
+%% its table once.</li>
+%% <li>A table keeps its two most recently published lookups (the current
+%% state and the one before it, which lookups under way during a change
+%% and `fraghash_frag''s follow-up still use); publishing a third erases
+%% the oldest. A table's states never come back (each change extends the
+%% recipe), so the two do not alternate.</li>
+%% <li>Lookups of tables that no longer exist in Mnesia are erased by the
+%% next publish once they are a minute old.</li>
+%% </ul>
+%% So the memory held is at most two lookups per table, plus those of
+%% tables deleted within the last minute or since the last publish.
+
+-define(KEEP_PER_TABLE, 2).
+-define(STALE_MS, 60000).
+-define(PUBLISHER, fraghash_lookup_publisher).
+
+%% @doc The miss path of `key_to_frag_number/2' for slots, chash and
+%% linear: publishes the state's lookup table (when no other process is
+%% publishing one) and locates `H'.
+-spec publish_locate(state(), 0..4294967295) -> pos_integer().
+publish_locate(#fraghash_state{digest = D} = S, H) ->
+    case persistent_term:get(D, miss) of
+        miss ->
+            case catch register(?PUBLISHER, self()) of
+                true ->
+                    try publish(S) of
+                        Value -> fraghash_read_lookup(Value, H, S)
+                    after
+                        unregister(?PUBLISHER)
+                    end;
+                _ ->
+                    case process_info(self(), registered_name) of
+                        %% A process registered under its own name cannot
+                        %% take this one: it publishes unguarded.
+                        {registered_name, Own} when Own =/= ?PUBLISHER ->
+                            fraghash_read_lookup(publish(S), H, S);
+                        _ ->
+                            load_locate(S, H)
+                    end
+            end;
+        Value ->
+            fraghash_read_lookup(Value, H, S)
+    end.
+
+%% @doc The fragment of a 32-bit hash `H' (`erlang:phash2(Key, 1 bsl 32)')
+%% through the same path as `key_to_frag_number/2': the published lookup
+%% for slots, chash and linear (publishing it on a miss), the NIF for jump.
+-spec locate_hash(state(), 0..4294967295) -> pos_integer().
+locate_hash(#fraghash_state{scheme = jump} = S, H) ->
+    load_locate(S, H);
+locate_hash(#fraghash_state{digest = D} = S, H) ->
+    case persistent_term:get(D, miss) of
+        miss -> publish_locate(S, H);
+        Value -> fraghash_read_lookup(Value, H, S)
+    end.
+
+%% @doc The lookups published on this node: `{Table, Digest, Words}' per
+%% lookup, `Words' its size in memory words.
+-spec published() -> [{atom(), binary(), non_neg_integer()}].
+published() ->
+    [{T, D, erts_debug:flat_size(V)} || {D, T, _, V} <- published_entries()].
+
+%% Builds and publishes the lookup of a state (unless already there), then
+%% erases the lookups that are no longer kept. Returns the published value.
+publish(#fraghash_state{table = T, digest = D, bytes = B}) ->
+    case persistent_term:get(D, miss) of
+        miss ->
+            ok = built_dir(),
+            Now = erlang:monotonic_time(millisecond),
+            Value = case nif(fun() -> fraghash_nif:lookup_table(D, B) end) of
+                        {ranges, Shift, W, Buckets} ->
+                            {fraghash_ranges, Shift, (1 bsl Shift) - 1, W, 2 * W,
+                             (1 bsl W) - 1, Buckets, T, Now};
+                        {low_bits, Mask, Half, N} ->
+                            {fraghash_low_bits, Mask, Half, N, T, Now};
+                        none ->
+                            {fraghash_nif, T, Now}
+                    end,
+            ok = persistent_term:put(D, Value),
+            retire(T, Now),
+            Value;
+        Value ->
+            %% Published meanwhile.
+            Value
+    end.
+
+%% Erases the lookups of table `T' beyond the newest ?KEEP_PER_TABLE, and
+%% those of tables Mnesia no longer has that are over ?STALE_MS old.
+retire(T, Now) ->
+    Entries = published_entries(),
+    Mine = lists:reverse(lists:keysort(3, [E || {_, T1, _, _} = E <- Entries, T1 =:= T])),
+    Old = lists:nthtail(min(?KEEP_PER_TABLE, length(Mine)), Mine),
+    Stale = case catch mnesia:system_info(tables) of
+                Tabs when is_list(Tabs) ->
+                    [E || {_, T1, P, _} = E <- Entries, T1 =/= T, Now - P > ?STALE_MS,
+                          not lists:member(T1, Tabs)];
+                _ ->
+                    []
+            end,
+    _ = [persistent_term:erase(D) || {D, _, _, _} <- Old ++ Stale],
+    ok.
+
+%% `{Digest, Table, PublishedMs, Value}' of every published lookup.
+published_entries() ->
+    [{D, element(tuple_size(V) - 1, V), element(tuple_size(V), V), V}
+     || {D, V} <- persistent_term:get(), is_binary(D), byte_size(D) =:= 16,
+        is_tuple(V), tuple_size(V) >= 3,
+        lists:member(element(1, V), [fraghash_ranges, fraghash_low_bits, fraghash_nif])].
 
 %% @doc `match_spec_to_frag_numbers/2': one fragment when the match spec's
 %% key is bound, all of them otherwise.

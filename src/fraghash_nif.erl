@@ -22,7 +22,7 @@
 -module(fraghash_nif).
 
 -export([fresh_state/3, locate/2, load_locate/3, add_frag/4, split_frag/3, del_frag/2,
-         info/2, cache_stats/0, digest/1, set_built_dir/1]).
+         info/2, cache_stats/0, digest/1, set_built_dir/1, lookup_table/2]).
 -export([load_status/0]).
 
 -on_load(init/0).
@@ -35,7 +35,10 @@
 -type source() :: env_fraghash_nif_dir | application_priv_dir | beside_ebin.
 -type tried() :: [{source(), file:filename(),
                    not_found | {load_failed, atom(), string()}}].
--export_type([digest/0, change/0, source/0, tried/0]).
+-type lookup_table() :: {ranges, 0..32, tuple()}
+                      | {low_bits, non_neg_integer(), pos_integer(), pos_integer()}
+                      | none.
+-export_type([digest/0, change/0, source/0, tried/0, lookup_table/0]).
 
 %% Loads the library from the first candidate directory that holds one that
 %% loads. Always `ok': a module that failed to load would leave Mnesia with
@@ -163,3 +166,13 @@ cache_stats() -> ?NIF.
 -spec digest(binary()) -> digest().
 digest(_Bytes) -> ?NIF.
 
+
+%% @doc What Erlang reads instead of calling {@link locate/2} for a state,
+%% built from the core's scheme: `{ranges, Shift, Buckets}' for slots and
+%% ring (the owner of `H' is element `(H bsr Shift) + 1' of `Buckets' when
+%% that is an integer; a tuple `{Owner0, Start1, Owner1, ...}' when owners
+%% change inside the bucket: the owner of the last start at or below `H'),
+%% `{low_bits, Mask, Half, N}' for linear, `none' for jump. O(table), dirty
+%% CPU.
+-spec lookup_table(digest(), binary()) -> lookup_table().
+lookup_table(_Digest, _Bytes) -> ?NIF.

@@ -4,10 +4,10 @@
 %% of random string keys over 50 fragments. Run by `bench/bench.sh'.
 -module(fraghash_bench).
 
--export([main/1, distribution/2, lookup/2, key/1, rate/2]).
+-export([main/1, distribution/2, lookups/3, key/1, rate/2]).
 
 -define(MODULES, [mnesia_frag_hash, mnesia_frag_slots, mnesia_frag_chash,
-                  mnesia_frag_jump]).
+                  mnesia_frag_jump, mnesia_frag_linear]).
 
 %% @doc `main([Keys, FragCounts, DistKeys])', all as strings
 %% ("100000", "50,400,4000", "1000000").
@@ -16,23 +16,22 @@ main([Keys, Frags, DistKeys]) ->
     ok = mnesia:start(),
     K = list_to_integer(Keys),
     Fs = [list_to_integer(F) || F <- string:lexemes(Frags, ",")],
-    io:format("~n## key_to_frag_number alone: ns per call (1,000,000 keys, best of 3)~n~n"),
-    io:format("| hash module |~s~n|---|~s~n",
-              [[io_lib:format(" ~b fragments |", [F]) || F <- Fs],
-               [" ---: |" || _ <- Fs]]),
-    [begin
-         io:format("| `~s` |", [M]),
-         [lookup(M, F) || F <- Fs],
-         io:format("~n")
-     end || M <- ?MODULES],
-    {Reps, Rounds} = {env_int("FRAGHASH_BENCH_REPS", 3), env_int("FRAGHASH_BENCH_ROUNDS", 2)},
+    lookups(Fs, 1000000, 7),
+    {Reps, Rounds} = {env_int("FRAGHASH_BENCH_REPS", 3), env_int("FRAGHASH_BENCH_ROUNDS", 1)},
+    FreshMax = env_int("FRAGHASH_BENCH_FRESH_MAX", 400),
     io:format("~n## async_dirty through mnesia_frag, ram_copies, ~b keys: ~b repetitions "
-              "of ~b interleaved passes~n~n", [K, Reps, Rounds]),
+              "of ~b inserts of new keys and ~b interleaved passes of overwrites and reads"
+              "~n~n", [K, Reps, K, Rounds]),
     plain(K),
     io:format("~n"),
     fraghash_bench_throughput:print_header(),
-    [fraghash_bench_throughput:run(?MODULES ++ [fraghash_bench_control], F, K, {Reps, Rounds})
+    [fraghash_bench_throughput:run(?MODULES ++ [fraghash_bench_control], F, K, {Reps, Rounds},
+                                   FreshMax)
      || F <- Fs],
+    PubFrags = env_int("FRAGHASH_BENCH_PUBLISH_FRAGS", 400),
+    io:format("~n## add_frag and publishing, ~b fragments, 20,000 records, median of 5~n~n",
+              [PubFrags]),
+    fraghash_bench_publish:run(?MODULES, PubFrags, 20000),
     io:format("~n## distribution: ~s random string keys over 50 fragments~n~n",
               [DistKeys]),
     io:format("| hash module | stddev | biggest | smallest | max/mean | binomial floor |~n"
@@ -64,15 +63,63 @@ plain(K) ->
     {atomic, ok} = mnesia:delete_table(plain_tab),
     ok.
 
-%% @doc Prints one cell: ns per key_to_frag_number call, best of 3.
--spec lookup(module(), pos_integer()) -> ok.
-lookup(Mod, Frags) ->
-    S = grow(Mod, Mod:init_state(bench_lookup, undefined), Frags - 1),
-    Keys = [key(I) || I <- lists:seq(1, 1000000)],
-    _ = Mod:key_to_frag_number(S, warm_up),
-    Best = lists:min([element(1, timer:tc(fun() -> lookup_all(Mod, S, Keys) end))
-                      || _ <- [1, 2, 3]]),
-    io:format(" ~b |", [round(Best * 1000 / 1000000)]).
+%% @doc The table of `key_to_frag_number' alone: for each fragment count,
+%% `Rounds' rounds in which every module (in an order rotating from round
+%% to round) maps the same `NKeys' keys; a cell is the median over the
+%% rounds of the CPU time per call in ns, and the median of the per-round
+%% ratios to `mnesia_frag_hash'. CPU time (`statistics(runtime)', the VM's
+%% threads), not wall time: on a shared machine the process is often
+%% descheduled, which wall time would charge to whichever module ran then.
+-spec lookups([pos_integer()], pos_integer(), pos_integer()) -> ok.
+lookups(Fs, NKeys, Rounds) ->
+    io:format("~n## key_to_frag_number alone: CPU ns per call and ratio to the default "
+              "(~b keys, median of ~b interleaved rounds)~n~n", [NKeys, Rounds]),
+    io:format("| hash module |~s~n|---|~s~n",
+              [[io_lib:format(" ~b fragments |", [F]) || F <- Fs],
+               [" ---: |" || _ <- Fs]]),
+    Keys = [key(I) || I <- lists:seq(1, NKeys)],
+    Cols = [lookup_column(F, Keys, Rounds) || F <- Fs],
+    lists:foreach(
+      fun(M) ->
+              io:format("| `~s` |~s~n",
+                        [M, [begin
+                                 {Ns, Ratio} = maps:get(M, Col),
+                                 io_lib:format(" ~b (~.2f) |", [round(Ns), Ratio])
+                             end || Col <- Cols]])
+      end, ?MODULES).
+
+%% `#{Module => {MedianNs, MedianRatio}}' at `Frags' fragments.
+lookup_column(Frags, Keys, Rounds) ->
+    Ss = [{M, grow(M, M:init_state(list_to_atom("bench_lookup_" ++ atom_to_list(M)),
+                                    undefined), Frags - 1)}
+          || M <- ?MODULES],
+    %% The first lookup of a state builds (and publishes) its table.
+    _ = [M:key_to_frag_number(S, warm_up) || {M, S} <- Ss],
+    PerRound = [maps:from_list(
+                  [{M, cpu_ns(fun() -> lookup_all(M, S, Keys) end) / length(Keys)}
+                   || {M, S} <- rotate(Ss, R rem length(Ss))])
+                || R <- lists:seq(1, Rounds)],
+    maps:from_list(
+      [{M, {median([maps:get(M, R) || R <- PerRound]),
+            median([maps:get(M, R) / maps:get(mnesia_frag_hash, R) || R <- PerRound])}}
+       || {M, _} <- Ss]).
+
+cpu_ns(F) ->
+    {_, _} = statistics(runtime),
+    F(),
+    {_, Ms} = statistics(runtime),
+    Ms * 1000000.
+
+rotate(L, 0) -> L;
+rotate([H | T], I) -> rotate(T ++ [H], I - 1).
+
+median(L) ->
+    S = lists:sort(L),
+    N = length(S),
+    case N rem 2 of
+        1 -> lists:nth((N + 1) div 2, S);
+        0 -> (lists:nth(N div 2, S) + lists:nth(N div 2 + 1, S)) / 2
+    end.
 
 lookup_all(Mod, S, [K | Ks]) -> _ = Mod:key_to_frag_number(S, K), lookup_all(Mod, S, Ks);
 lookup_all(_, _, []) -> ok.

@@ -1,6 +1,7 @@
 %% @doc Paired throughput measurement of Mnesia hash modules: `async_dirty'
-%% overwrites and reads through `mnesia_frag' (ram_copies, one node), each
-%% module beside `mnesia_frag_hash' in the same run.
+%% inserts of new keys, overwrites and reads through `mnesia_frag'
+%% (ram_copies, one node), each module beside `mnesia_frag_hash' in the
+%% same run.
 %%
 %% On a shared machine the absolute rate of the same table varies by 20 %
 %% and more between runs, and two tables of the same module differ by up to
@@ -10,13 +11,19 @@
 %% <ul>
 %% <li>Within a repetition every module works at the same moments: the keys
 %% are cut into batches of `?BATCH', and for every batch each table in turn
-%% overwrites and then reads that batch, the order rotating from batch to
-%% batch. Load from other processes, CPU frequency and cache state hit all
-%% modules alike.</li>
+%% inserts that many new keys, then overwrites and reads the batch, the
+%% order rotating from batch to batch. Load from other processes, CPU
+%% frequency and cache state hit all modules alike.</li>
 %% <li>Each repetition creates its own tables (the creation order rotating
-%% too), so table-layout luck is drawn afresh. Tables are left for the VM's
-%% exit: Mnesia takes 50 to 150 s to delete one table of 4,000
-%% fragments.</li>
+%% too), so table-layout luck is drawn afresh, up to `FreshMax' fragments.
+%% Above that, Mnesia takes too long to create tables (30 to 40 s for one
+%% of 4,000 fragments on a node that holds many), so one set of tables
+%% serves every repetition, and each repetition's inserted keys are deleted
+%% (untimed) before the next. Tables are left for the VM's exit: Mnesia
+%% takes 50 to 150 s to delete one table of 4,000 fragments.</li>
+%% <li>A ratio is computed per repetition (the default's time over the
+%% module's) and the median over the repetitions is reported, with the
+%% lowest and highest.</li>
 %% <li>A second `mnesia_frag_hash' table is measured like any module: its
 %% ratio to the first is what the same module scores against itself, the
 %% resolution of the measurement.</li>
@@ -27,73 +34,88 @@
 %% table does once it has grown.
 -module(fraghash_bench_throughput).
 
--export([run/4, print_header/0]).
+-export([run/4, run/5, print_header/0]).
 
 %% Keys per batch: long enough that the timer and the activity's set-up are
 %% well below 1 % of it, short enough that a burst of outside load falls on
 %% every module.
 -define(BATCH, 1000).
+%% Largest fragment count whose tables are created afresh every repetition.
+-define(FRESH_MAX, 400).
 
 -type entry() :: {Label :: string(), module()}.
+-type op() :: i | w | r.
 
-%% @doc The table header for {@link run/4}'s lines.
+%% @doc The table header for {@link run/5}'s lines.
 -spec print_header() -> ok.
 print_header() ->
-    io:format("| hash module | fragments | create table (s) | writes/s | reads/s "
-              "| writes vs default (repetitions) | reads vs default (repetitions) |~n"
-              "|---|---|---|---|---|---|---|~n").
+    io:format("| hash module | fragments | create table (s) | inserts/s | overwrites/s "
+              "| reads/s | inserts vs default | overwrites vs default "
+              "| reads vs default |~n"
+              "|---|---|---|---|---|---|---|---|---|~n").
+
+%% @doc As {@link run/5} with tables created afresh up to 400 fragments.
+-spec run([module()], pos_integer(), pos_integer(), {pos_integer(), pos_integer()}) -> ok.
+run(Mods, Frags, K, RepsRounds) ->
+    run(Mods, Frags, K, RepsRounds, ?FRESH_MAX).
 
 %% @doc One line per module for `Frags' fragments and `K' keys: `Reps'
-%% repetitions, each of `Rounds' passes over the keys. Rates are over all
+%% repetitions, each inserting `K' new keys once and making `Rounds' passes
+%% of overwrites and reads over the `K' loaded keys. Rates are over all
 %% repetitions; a ratio is `mnesia_frag_hash''s time divided by the
-%% module's (above 1: faster than the default), over all repetitions, then
-%% its lowest and highest single repetition.
+%% module's in one repetition (above 1: faster than the default): the
+%% median over the repetitions, then the lowest and highest. Tables are
+%% created afresh for every repetition when `Frags =< FreshMax', else once.
 -spec run([module()], pos_integer(), pos_integer(),
-          {pos_integer(), pos_integer()}) -> ok.
-run(Mods, Frags, K, {Reps, Rounds}) when Reps =< 99 ->
+          {pos_integer(), pos_integer()}, non_neg_integer()) -> ok.
+run(Mods, Frags, K, {Reps, Rounds}, FreshMax) when Reps =< 99 ->
     Entries = [{"`" ++ atom_to_list(M) ++ "`", M} || M <- Mods]
         ++ [{"`mnesia_frag_hash` (a second table)", mnesia_frag_hash}],
     Keys = [fraghash_bench:key(I) || I <- lists:seq(1, K)],
-    PerRep = [repetition(Rep, Entries, Frags, Keys, Rounds) || Rep <- lists:seq(1, Reps)],
-    Ops = K * Rounds * Reps,
+    Shared = case Frags =< FreshMax of
+                 true -> fresh;
+                 false -> create_all(0, Entries, Frags, Keys)
+             end,
+    PerRep = [repetition(Rep, Entries, Frags, Keys, Rounds, Shared)
+              || Rep <- lists:seq(1, Reps)],
     Ref = hd(Entries),
     lists:foreach(
       fun(E = {Label, _}) ->
               Sum = fun(Op) -> lists:sum([maps:get({E, Op}, R) || R <- PerRep]) end,
-              Ratio = fun(Op, Rs) ->
-                              lists:sum([maps:get({Ref, Op}, R) || R <- Rs])
-                                  / lists:sum([maps:get({E, Op}, R) || R <- Rs])
-                      end,
-              RW = [Ratio(w, [R]) || R <- PerRep],
-              RR = [Ratio(r, [R]) || R <- PerRep],
+              Ratios = fun(Op) -> [maps:get({Ref, Op}, R) / maps:get({E, Op}, R)
+                                   || R <- PerRep]
+                       end,
+              Cell = fun(Op) ->
+                             Rs = Ratios(Op),
+                             io_lib:format("~.3f (~.2f-~.2f)",
+                                           [median(Rs), lists:min(Rs), lists:max(Rs)])
+                     end,
               Create = median([maps:get({E, create}, R) || R <- PerRep]),
-              io:format("| ~s | ~b | ~.1f | ~s | ~s | ~.3f (~.2f-~.2f) | ~.3f (~.2f-~.2f) |~n",
+              io:format("| ~s | ~b | ~.1f | ~s | ~s | ~s | ~s | ~s | ~s |~n",
                         [Label, Frags, Create / 1.0e9,
-                         fraghash_bench:rate(Ops, Sum(w) / 1000),
-                         fraghash_bench:rate(Ops, Sum(r) / 1000),
-                         Ratio(w, PerRep), lists:min(RW), lists:max(RW),
-                         Ratio(r, PerRep), lists:min(RR), lists:max(RR)])
+                         fraghash_bench:rate(K * Reps, Sum(i) / 1000),
+                         fraghash_bench:rate(K * Rounds * Reps, Sum(w) / 1000),
+                         fraghash_bench:rate(K * Rounds * Reps, Sum(r) / 1000),
+                         Cell(i), Cell(w), Cell(r)])
       end, Entries).
 
-%% One repetition: fresh tables, loaded, then `Rounds' interleaved passes.
-%% Returns nanoseconds per `{Entry, w | r | create}'.
--spec repetition(pos_integer(), [entry()], pos_integer(), [string()], pos_integer()) ->
-          #{{entry(), w | r | create} => non_neg_integer()}.
-repetition(Rep, Entries, Frags, Keys, Rounds) ->
-    Numbered = lists:zip(lists:seq(1, length(Entries)), Entries),
-    Tabs = [begin
-                %% Names of equal length: mnesia_frag builds each fragment's
-                %% name from the table's on every operation.
-                Tab = list_to_atom(lists:flatten(io_lib:format("b~b_~2..0b_~b", [I, Rep, Frags]))),
-                T0 = erlang:monotonic_time(nanosecond),
-                ok = create_grown(Tab, Mod, Frags),
-                T1 = erlang:monotonic_time(nanosecond),
-                ok = mnesia:activity(async_dirty, fun() -> write_all(Tab, Keys) end,
-                                     [], mnesia_frag),
-                {E, Tab, T1 - T0}
-            end || {I, E = {_, Mod}} <- rotate(Numbered, Rep rem length(Numbered))],
+%% One repetition: the tables (fresh, or the shared ones), then interleaved
+%% batches: one batch of inserts (new keys, first round only), overwrites
+%% and reads per table. Returns nanoseconds per `{Entry, i | w | r |
+%% create}'.
+-spec repetition(pos_integer(), [entry()], pos_integer(), [string()], pos_integer(),
+                 fresh | [{entry(), atom(), non_neg_integer()}]) ->
+          #{{entry(), op() | create} => non_neg_integer()}.
+repetition(Rep, Entries, Frags, Keys, Rounds, Shared) ->
+    Tabs = case Shared of
+               fresh -> create_all(Rep, Entries, Frags, Keys);
+               _ -> Shared
+           end,
     Created = maps:from_list([{{E, create}, TC} || {E, _, TC} <- Tabs]),
     Batches = batches(Keys, ?BATCH),
+    NewKeys = batches([new_key(Rep, I) || I <- lists:seq(1, length(Keys))], ?BATCH),
+    Work = [{B, N} || {B, N} <- lists:zip(Batches, NewKeys)]
+        ++ [{B, none} || _ <- lists:seq(2, Rounds), B <- Batches],
     Pairs = [{E, Tab} || {E, Tab, _} <- Tabs],
     erlang:garbage_collect(),
     Times = lists:foldl(
@@ -101,20 +123,53 @@ repetition(Rep, Entries, Frags, Keys, Rounds) ->
                       lists:foldl(fun(P, A) -> time_batch(P, Batch, A) end,
                                   Acc, rotate(Pairs, I rem length(Pairs)))
               end, Created,
-              lists:zip(lists:seq(1, length(Batches) * Rounds),
-                        lists:append(lists:duplicate(Rounds, Batches)))),
+              lists:zip(lists:seq(1, length(Work)), Work)),
+    case Shared of
+        fresh -> ok;
+        _ -> [ok = mnesia:activity(async_dirty, fun() -> delete_all(Tab, lists:append(NewKeys)) end,
+                                   [], mnesia_frag) || {_, Tab} <- Pairs]
+    end,
     Times.
 
-%% Overwrites, then reads, one batch in one table; adds the nanoseconds of
-%% each to the entry's totals in `Acc'.
-time_batch({E, Tab}, Batch, Acc) ->
+%% The tables of one repetition (`Rep' 0: the shared set), created in an
+%% order that rotates with `Rep', each loaded with `Keys'.
+create_all(Rep, Entries, Frags, Keys) ->
+    Numbered = lists:zip(lists:seq(1, length(Entries)), Entries),
+    [begin
+         %% Names of equal length: mnesia_frag builds each fragment's
+         %% name from the table's on every operation.
+         Tab = list_to_atom(lists:flatten(io_lib:format("b~b_~2..0b_~b", [I, Rep, Frags]))),
+         T0 = erlang:monotonic_time(nanosecond),
+         ok = create_grown(Tab, Mod, Frags),
+         T1 = erlang:monotonic_time(nanosecond),
+         ok = mnesia:activity(async_dirty, fun() -> write_all(Tab, Keys) end,
+                              [], mnesia_frag),
+         {E, Tab, T1 - T0}
+     end || {I, E = {_, Mod}} <- rotate(Numbered, Rep rem length(Numbered))].
+
+%% The `I'th key inserted in repetition `Rep': a tuple key, as applications
+%% often have, distinct from every loaded key and every other repetition's.
+new_key(Rep, I) -> {user, Rep * 100000000 + I, <<"new">>}.
+
+%% Inserts (when there are new keys), overwrites, then reads one batch in
+%% one table; adds the nanoseconds of each to the entry's totals in `Acc'.
+time_batch({E, Tab}, {Batch, New}, Acc) ->
     T0 = erlang:monotonic_time(nanosecond),
-    ok = mnesia:activity(async_dirty, fun() -> write_all(Tab, Batch) end, [], mnesia_frag),
+    A0 = case New of
+             none -> Acc;
+             _ ->
+                 ok = mnesia:activity(async_dirty, fun() -> write_all(Tab, New) end,
+                                      [], mnesia_frag),
+                 add({E, i}, erlang:monotonic_time(nanosecond) - T0, Acc)
+         end,
     T1 = erlang:monotonic_time(nanosecond),
-    ok = mnesia:activity(async_dirty, fun() -> read_all(Tab, Batch) end, [], mnesia_frag),
+    ok = mnesia:activity(async_dirty, fun() -> write_all(Tab, Batch) end, [], mnesia_frag),
     T2 = erlang:monotonic_time(nanosecond),
-    A1 = maps:update_with({E, w}, fun(V) -> V + T1 - T0 end, T1 - T0, Acc),
-    maps:update_with({E, r}, fun(V) -> V + T2 - T1 end, T2 - T1, A1).
+    ok = mnesia:activity(async_dirty, fun() -> read_all(Tab, Batch) end, [], mnesia_frag),
+    T3 = erlang:monotonic_time(nanosecond),
+    add({E, r}, T3 - T2, add({E, w}, T2 - T1, A0)).
+
+add(Key, Ns, Acc) -> maps:update_with(Key, fun(V) -> V + Ns end, Ns, Acc).
 
 %% A table of `Frags' fragments made as a user's grown table: created with
 %% one fewer, then one `add_frag' (while empty, so it moves nothing).
@@ -135,6 +190,9 @@ write_all(_, []) -> ok.
 read_all(Tab, [K | Ks]) -> [_] = mnesia:read(Tab, K), read_all(Tab, Ks);
 read_all(_, []) -> ok.
 
+delete_all(Tab, [K | Ks]) -> mnesia:delete({Tab, K}), delete_all(Tab, Ks);
+delete_all(_, []) -> ok.
+
 batches([], _) -> [];
 batches(L, B) when length(L) =< B -> [L];
 batches(L, B) -> {H, T} = lists:split(B, L), [H | batches(T, B)].
@@ -142,4 +200,10 @@ batches(L, B) -> {H, T} = lists:split(B, L), [H | batches(T, B)].
 rotate(L, 0) -> L;
 rotate([H | T], I) -> rotate(T ++ [H], I - 1).
 
-median(L) -> lists:nth((length(L) + 1) div 2, lists:sort(L)).
+median(L) ->
+    S = lists:sort(L),
+    N = length(S),
+    case N rem 2 of
+        1 -> lists:nth((N + 1) div 2, S);
+        0 -> (lists:nth(N div 2, S) + lists:nth(N div 2 + 1, S)) / 2
+    end.

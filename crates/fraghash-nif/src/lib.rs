@@ -22,6 +22,7 @@
 //! | `cache_stats()` | normal | `{Entries, Bytes}` |
 //! | `set_built_dir(Dir)` | normal | `ok`; `Dir` a binary path, or `undefined` (see [`built`]) |
 //! | `digest(Bytes)` | dirty CPU | the 16-byte digest of a recipe |
+//! | `lookup_table(Digest, Recipe)` | dirty CPU | what Erlang reads instead of calling `locate` ([`lookup`]), or `none` |
 //!
 //! `H` is `erlang:phash2(Key, 1 bsl 32)`, widened with
 //! [`fraghash::widen_phash2`]. Errors raise `{fraghash, Reason, Message}`
@@ -32,6 +33,7 @@
 
 pub mod built;
 pub mod cache;
+pub mod lookup;
 pub mod mnesia;
 pub mod recipe;
 pub mod runs;

@@ -6,6 +6,7 @@ use fraghash::{widen_phash2, FragmentScheme};
 use rustler::{Binary, Encoder, Env, Error, NewBinary, NifResult, Term};
 
 use crate::cache::{self, Entry, LookupError};
+use crate::lookup::{Bucket, ErlangLookup};
 use crate::mnesia::FragChange;
 use crate::recipe::{self, Op, Recipe};
 
@@ -23,6 +24,9 @@ mod atoms {
         slot_bits,
         slots_per_fragment,
         weights,
+        none,
+        ranges,
+        low_bits,
     }
 }
 
@@ -204,6 +208,64 @@ fn info<'a>(env: Env<'a>, digest: Binary<'a>, bytes: Term<'a>) -> NifResult<Term
         map = put(map, atoms::weights(), sl.weights().encode(env))?;
     }
     Ok(map)
+}
+
+/// What Erlang reads instead of calling `locate/2` for this state
+/// ([`crate::lookup`]): `{ranges, Shift, W, Buckets}` (`slots`, `ring`),
+/// `{low_bits, Mask, Half, N}` (`linear`) or `none` (`jump`). In `Buckets`
+/// (a tuple of `2^(32 - Shift)` elements) an element is the owner of its
+/// whole bucket (a positive integer), two owners packed in a negative
+/// integer ([`crate::lookup::RangeIndex::packed`], owners of `W` bits), or
+/// a tuple `{Owner0, Start1, Owner1, ...}` when more segments meet inside
+/// it. Built once per state and published by the caller.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn lookup_table<'a>(env: Env<'a>, digest: Binary<'a>, bytes: Term<'a>) -> NifResult<Term<'a>> {
+    let e = entry(digest, bytes)?;
+    // The ring's token bound comes from the recipe, which must then be the
+    // state's own even when the scheme was found by digest alone.
+    let bin: Binary = bytes.decode().map_err(|_| {
+        raise(
+            atoms::corrupt_state(),
+            "state recipe is not a binary".into(),
+        )
+    })?;
+    if cache::digest(bin.as_slice()) != digest.as_slice() {
+        return Err(lookup_error(LookupError::DigestMismatch));
+    }
+    let recipe =
+        Recipe::decode(bin.as_slice()).map_err(|err| lookup_error(LookupError::Corrupt(err)))?;
+    Ok(
+        match ErlangLookup::build(&e.scheme, recipe.fragments_added()) {
+            None => atoms::none().encode(env),
+            Some(ErlangLookup::LowBits {
+                mask,
+                half,
+                fragments,
+            }) => (atoms::low_bits(), mask, half, fragments).encode(env),
+            Some(ErlangLookup::Ranges(r)) => {
+                let buckets: Vec<Term> = r
+                    .buckets
+                    .iter()
+                    .enumerate()
+                    .map(|(i, b)| match (r.packed(i), b) {
+                        (Some(p), _) => p.encode(env),
+                        (None, Bucket::Owner(o)) => o.encode(env),
+                        (None, Bucket::Split(first, rest)) => {
+                            let mut t = Vec::with_capacity(1 + 2 * rest.len());
+                            t.push(first.encode(env));
+                            for (start, owner) in rest {
+                                t.push(start.encode(env));
+                                t.push(owner.encode(env));
+                            }
+                            rustler::types::tuple::make_tuple(env, &t)
+                        }
+                    })
+                    .collect();
+                let tuple = rustler::types::tuple::make_tuple(env, &buckets);
+                (atoms::ranges(), r.shift, r.owner_bits, tuple).encode(env)
+            }
+        },
+    )
 }
 
 /// Sets the directory of built-state files ([`crate::built`]): a binary

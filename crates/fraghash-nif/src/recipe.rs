@@ -136,6 +136,16 @@ impl Recipe {
             })
     }
 
+    /// Fragments the table ever had: the base count plus every add in the
+    /// history (removals not subtracted). A ring hands each fragment it
+    /// gets a new token in order, so its tokens are all below this.
+    pub fn fragments_added(&self) -> u64 {
+        self.history
+            .iter()
+            .filter(|(op, _)| matches!(op, Op::Add { .. }))
+            .fold(u64::from(self.base), |n, (_, count)| n + u64::from(*count))
+    }
+
     /// The canonical bytes.
     pub fn encode(&self) -> Vec<u8> {
         let spec = self.spec.to_string();

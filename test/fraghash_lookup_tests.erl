@@ -1,0 +1,196 @@
+%% @doc EUnit tests of the lookup without a NIF call (include/
+%% fraghash_lookup.hrl, fraghash_mnesia's published lookups): the Erlang
+%% lookup of slots, chash and linear answers as the core (through the NIF's
+%% locate) at every slot or segment boundary after every step of 8 -> 64 ->
+%% 8 fragments in real Mnesia, and publishing stays bounded and safe under
+%% concurrent misses.
+%%
+%% Needs the environment variable `FRAGHASH_TEST_DIR' (a scratch
+%% directory); `scripts/test-mnesia.sh' sets it. Mnesia runs with a RAM
+%% schema here, so this module does not depend on the disc schema of
+%% fraghash_mnesia_tests.
+-module(fraghash_lookup_tests).
+
+-include_lib("eunit/include/eunit.hrl").
+-include("fraghash.hrl").
+
+-define(CONVERTED, [mnesia_frag_slots, mnesia_frag_chash, mnesia_frag_linear]).
+%% Pseudo-random hashes checked per state, besides the boundaries.
+-define(RANDOM, 2000).
+-define(T, 300).
+
+lookup_test_() ->
+    {setup, fun setup/0, fun cleanup/1,
+     fun(_) ->
+             {inorder,
+              [{timeout, ?T, {atom_to_list(M) ++ ": Erlang lookup = core, 8 -> 64 -> 8",
+                              fun() -> grow_shrink(M) end}}
+               || M <- ?CONVERTED]
+              ++ [{timeout, ?T, {"jump keeps the NIF and publishes nothing",
+                                 fun jump_unpublished/0}},
+                  {timeout, ?T, {"concurrent misses: right answers, published",
+                                 fun concurrent_misses/0}},
+                  {timeout, ?T, {"a foreign term under the key falls back to the NIF",
+                                 fun foreign_entry/0}}]}
+     end}.
+
+setup() ->
+    Dir = filename:join(scratch(), "mnesia_lookup_" ++ atom_to_list(node())),
+    WasRunning = mnesia:system_info(is_running) =:= yes,
+    case WasRunning of
+        true -> ok;
+        false ->
+            ok = application:set_env(mnesia, dir, Dir),
+            ok = mnesia:start()
+    end,
+    WasRunning.
+
+cleanup(true) -> ok;
+cleanup(false) -> stopped = mnesia:stop(), ok.
+
+scratch() ->
+    case os:getenv("FRAGHASH_TEST_DIR") of
+        false -> error(no_fraghash_test_dir);
+        D -> D
+    end.
+
+%%% 8 -> 64 -> 8 fragments, checking every state.
+
+grow_shrink(Mod) ->
+    Tab = list_to_atom("lookup_" ++ atom_to_list(Mod)),
+    {atomic, ok} = mnesia:create_table(Tab, [{attributes, [k, v]},
+                                             {frag_properties,
+                                              [{n_fragments, 8}, {hash_module, Mod},
+                                               {node_pool, [node()]}]}]),
+    %% A few records, so that every add_frag and del_frag moves some, and
+    %% looks keys up in the new state inside the schema transaction.
+    ok = mnesia:activity(async_dirty,
+                         fun() -> [mnesia:write({Tab, I, I}) || I <- lists:seq(1, 2000)], ok end,
+                         [], mnesia_frag),
+    check_state(Tab),
+    [begin
+         {atomic, ok} = mnesia:change_table_frag(Tab, {add_frag, [node()]}),
+         check_state(Tab)
+     end || _ <- lists:seq(9, 64)],
+    [begin
+         {atomic, ok} = mnesia:change_table_frag(Tab, del_frag),
+         check_state(Tab)
+     end || _ <- lists:seq(9, 64)],
+    %% Every record is where the Erlang lookup says.
+    {_, S, 8} = fraghash_frag:hash(Tab),
+    ?assertEqual(2000, length(lists:append(
+                                [[K || K <- mnesia:dirty_all_keys(frag(Tab, F)),
+                                       Mod:key_to_frag_number(S, K) =:= F]
+                                 || F <- lists:seq(1, 8)]))),
+    %% 113 states were published; the table keeps two.
+    ?assert(length([T || {T, _, _} <- fraghash_mnesia:published(), T =:= Tab]) =< 2),
+    {atomic, ok} = mnesia:delete_table(Tab).
+
+%% The current state of `Tab': the Erlang lookup (published, not the NIF)
+%% answers as the NIF's locate at every probe.
+check_state(Tab) ->
+    {Mod, #fraghash_state{digest = D, bytes = B, n = N} = S, N} = fraghash_frag:hash(Tab),
+    _ = Mod:key_to_frag_number(S, first),
+    ?assert(lists:keymember(D, 2, fraghash_mnesia:published())),
+    Bad = [{H, E, C} || H <- probes(S),
+                        E <- [fraghash_mnesia:locate_hash(S, H)],
+                        C <- [core(D, B, H)],
+                        E =/= C],
+    ?assertEqual({Mod, N, []}, {Mod, N, lists:sublist(Bad, 5)}).
+
+%% The core's answer, through the NIF (its cached scheme: the normal
+%% scheduler's locate, building the scheme on a dirty one on a miss).
+core(D, B, H) ->
+    case fraghash_nif:locate(D, H) of
+        miss -> fraghash_nif:load_locate(D, B, H);
+        F -> F
+    end.
+
+%% The hashes to check: both ends of every slot (slots); the first and last
+%% hash of every bucket of the published table, and both sides of every
+%% point inside a bucket where the owner changes (slots, chash); the low
+%% hashes where linear's two branches meet; and ?RANDOM pseudo-random ones
+%% (fixed seed).
+probes(#fraghash_state{scheme = Scheme, digest = D} = S) ->
+    rand:seed(exsss, {11, 22, 33}),
+    Random = [rand:uniform(1 bsl 32) - 1 || _ <- lists:seq(1, ?RANDOM)],
+    Slots = case Scheme of
+                slots ->
+                    #{slot_bits := Bits} = fraghash_mnesia:info(S),
+                    Shift = 32 - Bits,
+                    lists:append([[I bsl Shift, ((I + 1) bsl Shift) - 1]
+                                  || I <- lists:seq(0, (1 bsl Bits) - 1)]);
+                _ ->
+                    []
+            end,
+    Table = case persistent_term:get(D, miss) of
+                {fraghash_ranges, Shift2, OffMask, _W, W2, _OMask, Buckets, _, _} ->
+                    bucket_probes(Buckets, Shift2, OffMask, W2);
+                {fraghash_low_bits, _Mask, Half, Nl, _, _} ->
+                    lists:seq(0, 4 * max(Half, Nl));
+                _ ->
+                    []
+            end,
+    Random ++ Slots ++ Table.
+
+bucket_probes(Buckets, Shift, OffMask, W2) ->
+    lists:append(
+      [begin
+           First = (I - 1) bsl Shift,
+           Inside = case element(I, Buckets) of
+                        E when is_integer(E), E > 0 -> [];
+                        P when is_integer(P) -> [First + ((-P) bsr W2)];
+                        Split -> [element(J, Split) || J <- lists:seq(2, tuple_size(Split), 2)]
+                    end,
+           [First, First + OffMask | lists:append([[X - 1, X] || X <- Inside])]
+       end || I <- lists:seq(1, tuple_size(Buckets))]).
+
+frag(Tab, 1) -> Tab;
+frag(Tab, N) -> list_to_atom(atom_to_list(Tab) ++ "_frag" ++ integer_to_list(N)).
+
+%%% Publishing.
+
+jump_unpublished() ->
+    S = grow(mnesia_frag_jump, mnesia_frag_jump:init_state(lookup_jump, undefined), 9),
+    #fraghash_state{digest = D, bytes = B} = S,
+    [?assertEqual(core(D, B, erlang:phash2(K, 1 bsl 32)),
+                  mnesia_frag_jump:key_to_frag_number(S, K))
+     || K <- lists:seq(1, 1000)],
+    ?assertNot(lists:keymember(D, 2, fraghash_mnesia:published())).
+
+%% Fifty processes look keys up in a new state at once: every answer is
+%% the core's (those that miss while another publishes ask the NIF), and
+%% the state ends up published.
+concurrent_misses() ->
+    S = grow(mnesia_frag_chash, mnesia_frag_chash:init_state(lookup_herd, undefined), 199),
+    #fraghash_state{digest = D, bytes = B} = S,
+    Self = self(),
+    Pids = [spawn_link(fun() ->
+                               receive go -> ok end,
+                               Bad = [K || K <- lists:seq(I * 1000, I * 1000 + 999),
+                                           mnesia_frag_chash:key_to_frag_number(S, K)
+                                               =/= core(D, B, erlang:phash2(K, 1 bsl 32))],
+                               Self ! {self(), Bad}
+                       end) || I <- lists:seq(1, 50)],
+    [P ! go || P <- Pids],
+    [receive {P, Bad} -> ?assertEqual([], Bad) end || P <- Pids],
+    ?assertEqual(1, length([x || {lookup_herd, D2, _} <- fraghash_mnesia:published(),
+                                 D2 =:= D])).
+
+%% A term under a state's digest that is not a fraghash lookup (another
+%% application's) is not read as one: the lookup asks the NIF.
+foreign_entry() ->
+    S = grow(mnesia_frag_slots, mnesia_frag_slots:init_state(lookup_foreign, undefined), 4),
+    #fraghash_state{digest = D, bytes = B} = S,
+    persistent_term:put(D, {ranges, 31, 16#7fffffff, 3, 6, 7, {5, 5}, lookup_foreign, 0}),
+    try
+        Hs = [erlang:phash2(I, 1 bsl 32) || I <- lists:seq(1, 1000)],
+        Got = [mnesia_frag_slots:key_to_frag_number(S, I) || I <- lists:seq(1, 1000)],
+        ?assertEqual([core(D, B, H) || H <- Hs], Got),
+        ?assertNotEqual(lists:duplicate(1000, 5), Got)
+    after
+        persistent_term:erase(D)
+    end.
+
+grow(_Mod, S, 0) -> S;
+grow(Mod, S, K) -> {S2, _, _} = Mod:add_frag(S), grow(Mod, S2, K - 1).
