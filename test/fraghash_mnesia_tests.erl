@@ -13,7 +13,7 @@
 -include_lib("eunit/include/eunit.hrl").
 -include("fraghash.hrl").
 
--export([read_all/2, check_placement/1, put_all/3, quiet_overload/0]).
+-export([read_all/2, check_placement/1, put_all/3, quiet_overload/0, report/2]).
 
 -define(MODULES, [mnesia_frag_slots, mnesia_frag_chash, mnesia_frag_jump]).
 -define(T, 600).

@@ -91,7 +91,7 @@ case_(Mod, Op, Step, Victim) ->
      || N <- [A, B]],
     [ok = rpc:call(N, fraghash_frag, recover, []) || N <- [Dead, Alive]],
     Where = {Mod, Op, Step, Victim, Result},
-    io:format(user, "two nodes: ~w ~w at ~w, killed ~w: returned ~0p~n",
+    fraghash_mnesia_tests:report("two nodes: ~w ~w at ~w, killed ~w: returned ~0p~n",
               [Mod, Op, Step, Victim, Result]),
     check_both(Tab, A, B, Where),
     %% The operation runs again, and the nodes still agree.
