@@ -5,6 +5,8 @@
 -module(fraghash_bench).
 
 -export([main/1, distribution/2, lookups/3, key/1, rate/2]).
+%% Shared with fraghash_bench_throughput.
+-export([median/1, rotate/2]).
 
 -define(MODULES, [mnesia_frag_hash, mnesia_frag_slots, mnesia_frag_chash,
                   mnesia_frag_jump, mnesia_frag_linear]).

@@ -88,9 +88,9 @@ run(Mods, Frags, K, {Reps, Rounds}, FreshMax) when Reps =< 99 ->
               Cell = fun(Op) ->
                              Rs = Ratios(Op),
                              io_lib:format("~.3f (~.2f-~.2f)",
-                                           [median(Rs), lists:min(Rs), lists:max(Rs)])
+                                           [fraghash_bench:median(Rs), lists:min(Rs), lists:max(Rs)])
                      end,
-              Create = median([maps:get({E, create}, R) || R <- PerRep]),
+              Create = fraghash_bench:median([maps:get({E, create}, R) || R <- PerRep]),
               io:format("| ~s | ~b | ~.1f | ~s | ~s | ~s | ~s | ~s | ~s |~n",
                         [Label, Frags, Create / 1.0e9,
                          fraghash_bench:rate(K * Reps, Sum(i) / 1000),
@@ -121,7 +121,7 @@ repetition(Rep, Entries, Frags, Keys, Rounds, Shared) ->
     Times = lists:foldl(
               fun({I, Batch}, Acc) ->
                       lists:foldl(fun(P, A) -> time_batch(P, Batch, A) end,
-                                  Acc, rotate(Pairs, I rem length(Pairs)))
+                                  Acc, fraghash_bench:rotate(Pairs, I rem length(Pairs)))
               end, Created,
               lists:zip(lists:seq(1, length(Work)), Work)),
     case Shared of
@@ -145,7 +145,7 @@ create_all(Rep, Entries, Frags, Keys) ->
          ok = mnesia:activity(async_dirty, fun() -> write_all(Tab, Keys) end,
                               [], mnesia_frag),
          {E, Tab, T1 - T0}
-     end || {I, E = {_, Mod}} <- rotate(Numbered, Rep rem length(Numbered))].
+     end || {I, E = {_, Mod}} <- fraghash_bench:rotate(Numbered, Rep rem length(Numbered))].
 
 %% The `I'th key inserted in repetition `Rep': a tuple key, as applications
 %% often have, distinct from every loaded key and every other repetition's.
@@ -197,13 +197,3 @@ batches([], _) -> [];
 batches(L, B) when length(L) =< B -> [L];
 batches(L, B) -> {H, T} = lists:split(B, L), [H | batches(T, B)].
 
-rotate(L, 0) -> L;
-rotate([H | T], I) -> rotate(T ++ [H], I - 1).
-
-median(L) ->
-    S = lists:sort(L),
-    N = length(S),
-    case N rem 2 of
-        1 -> lists:nth((N + 1) div 2, S);
-        0 -> (lists:nth(N div 2, S) + lists:nth(N div 2 + 1, S)) / 2
-    end.
