@@ -167,24 +167,29 @@ fn del_frag<'a>(env: Env<'a>, digest: Binary<'a>, bytes: Term<'a>) -> NifResult<
 /// Applies `op` to the cached scheme and appends it to the recipe; returns
 /// `{Digest, Recipe, IterFrags, LockFrags}` with the new scheme cached.
 fn change<'a>(env: Env<'a>, digest: Binary<'a>, bytes: Term<'a>, op: Op) -> NifResult<Term<'a>> {
+    // The recipe is extended below and the cached scheme changed alongside,
+    // so the two must be the same state even on a cache hit.
+    let mut recipe = checked_recipe(digest, bytes)?;
+    let mut scheme = entry(digest, bytes)?.scheme.clone();
+    let c: FragChange = recipe::apply(&mut scheme, op).map_err(refused)?;
+    recipe.push(op);
+    let (d, b, _) = cache::store(&recipe, scheme);
+    Ok((binary(env, &d), binary(env, &b), c.iter, c.lock).encode(env))
+}
+
+/// The recipe `bytes`, checked to be the state `digest` names: for calls
+/// that read the recipe itself, not only the scheme cached under the digest.
+fn checked_recipe(digest: Binary, bytes: Term) -> NifResult<Recipe> {
     let bin: Binary = bytes.decode().map_err(|_| {
         raise(
             atoms::corrupt_state(),
             "state recipe is not a binary".into(),
         )
     })?;
-    // The recipe is extended below and the cached scheme changed alongside,
-    // so the two must be the same state even on a cache hit.
     if cache::digest(bin.as_slice()) != digest.as_slice() {
         return Err(lookup_error(LookupError::DigestMismatch));
     }
-    let mut recipe =
-        Recipe::decode(bin.as_slice()).map_err(|e| lookup_error(LookupError::Corrupt(e)))?;
-    let mut scheme = entry(digest, bytes)?.scheme.clone();
-    let c: FragChange = recipe::apply(&mut scheme, op).map_err(refused)?;
-    recipe.push(op);
-    let (d, b, _) = cache::store(&recipe, scheme);
-    Ok((binary(env, &d), binary(env, &b), c.iter, c.lock).encode(env))
+    Recipe::decode(bin.as_slice()).map_err(|e| lookup_error(LookupError::Corrupt(e)))
 }
 
 /// A description of a state: `#{spec, fragments, memory_bytes}` and, for
@@ -223,17 +228,7 @@ fn lookup_table<'a>(env: Env<'a>, digest: Binary<'a>, bytes: Term<'a>) -> NifRes
     let e = entry(digest, bytes)?;
     // The ring's token bound comes from the recipe, which must then be the
     // state's own even when the scheme was found by digest alone.
-    let bin: Binary = bytes.decode().map_err(|_| {
-        raise(
-            atoms::corrupt_state(),
-            "state recipe is not a binary".into(),
-        )
-    })?;
-    if cache::digest(bin.as_slice()) != digest.as_slice() {
-        return Err(lookup_error(LookupError::DigestMismatch));
-    }
-    let recipe =
-        Recipe::decode(bin.as_slice()).map_err(|err| lookup_error(LookupError::Corrupt(err)))?;
+    let recipe = checked_recipe(digest, bytes)?;
     Ok(
         match ErlangLookup::build(&e.scheme, recipe.fragments_added()) {
             None => atoms::none().encode(env),
