@@ -15,6 +15,8 @@
 
 -include_lib("eunit/include/eunit.hrl").
 
+-import(fraghash_test_support, [scratch/0]).
+
 -define(RECORDS, 3000).
 -define(T, 300).
 
@@ -38,7 +40,7 @@ disc_safety_test_() ->
      end}.
 
 setup() ->
-    fraghash_mnesia_tests:quiet_overload(),
+    fraghash_test_support:quiet_overload(),
     case mnesia:system_info(is_running) of
         yes ->
             keep;
@@ -52,12 +54,6 @@ setup() ->
 
 cleanup(keep) -> ok;
 cleanup(stop) -> stopped = mnesia:stop(), ok.
-
-scratch() ->
-    case os:getenv("FRAGHASH_TEST_DIR") of
-        false -> error(no_fraghash_test_dir);
-        D -> D
-    end.
 
 create(Tab, Mod, Copies) ->
     {atomic, ok} =

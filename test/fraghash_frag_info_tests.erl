@@ -22,8 +22,8 @@ info_test_() ->
      end}.
 
 setup() ->
-    fraghash_mnesia_tests:quiet_overload(),
-    Dir = filename:join(os:getenv("FRAGHASH_TEST_DIR"), "info_mnesia"),
+    fraghash_test_support:quiet_overload(),
+    Dir = filename:join(fraghash_test_support:scratch(), "info_mnesia"),
     ok = application:set_env(mnesia, dir, Dir),
     ok = mnesia:create_schema([node()]),
     ok = mnesia:start(),

@@ -19,16 +19,10 @@ guide_session_test_() ->
 first_session() ->
     Exprs = parse(session_block(read_guide())),
     ?assert(length(Exprs) >= 10),
-    Dir = filename:join(os:getenv("FRAGHASH_TEST_DIR"), "guide_mnesia"),
-    Ebin = filename:dirname(code:which(fraghash_nif)),
+    Dir = filename:join(fraghash_test_support:scratch(), "guide_mnesia"),
     Name = list_to_atom("fraghash_guide_" ++ os:getpid()),
-    {ok, Peer, Node} = peer:start(#{name => Name, host => "localhost",
-                                    args => ["-pa", Ebin, filename:dirname(code:which(?MODULE)),
-                                             "-mnesia", "dir", "\"" ++ Dir ++ "\""]}),
-    ok = file:write_file(filename:join(os:getenv("FRAGHASH_TEST_DIR"), "peer.pids"),
-                         [rpc:call(Node, os, getpid, []), "\n"], [append]),
+    {Peer, Node} = fraghash_test_support:start_peer(Name, Dir),
     try
-        ok = rpc:call(Node, fraghash_mnesia_tests, quiet_overload, []),
         Result = rpc:call(Node, erl_eval, exprs, [Exprs, erl_eval:new_bindings()],
                           240000),
         ?assertMatch({value, ok, _}, Result)

@@ -107,18 +107,13 @@ lib_in(Dir) ->
     filename:join(Dir, "libfraghash_nif.so").
 
 scratch() ->
-    case os:getenv("FRAGHASH_TEST_DIR") of
-        false -> error(no_fraghash_test_dir);
-        D -> filename:join(D, "load")
-    end.
+    filename:join(fraghash_test_support:scratch(), "load").
 
 with_peer(Paths, Env, Fun) ->
     Name = list_to_atom("fraghash_load_" ++ integer_to_list(erlang:unique_integer([positive]))),
     {ok, Peer, Node} = peer:start(#{name => Name, host => "localhost",
                                     args => ["-pa" | Paths], env => Env}),
-    OsPid = rpc:call(Node, os, getpid, []),
-    ok = file:write_file(filename:join(os:getenv("FRAGHASH_TEST_DIR"), "peer.pids"),
-                         [OsPid, "\n"], [append]),
+    fraghash_test_support:record_peer(Node),
     try Fun(Node)
     after peer:stop(Peer)
     end.

@@ -12,6 +12,8 @@
 -module(fraghash_lookup_tests).
 
 -include_lib("eunit/include/eunit.hrl").
+
+-import(fraghash_test_support, [scratch/0]).
 -include("fraghash.hrl").
 
 -define(CONVERTED, [mnesia_frag_slots, mnesia_frag_chash, mnesia_frag_linear]).
@@ -47,12 +49,6 @@ setup() ->
 
 cleanup(true) -> ok;
 cleanup(false) -> stopped = mnesia:stop(), ok.
-
-scratch() ->
-    case os:getenv("FRAGHASH_TEST_DIR") of
-        false -> error(no_fraghash_test_dir);
-        D -> D
-    end.
 
 %%% 8 -> 64 -> 8 fragments, checking every state.
 

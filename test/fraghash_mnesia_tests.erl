@@ -13,7 +13,10 @@
 -include_lib("eunit/include/eunit.hrl").
 -include("fraghash.hrl").
 
--export([read_all/2, check_placement/1, put_all/3, quiet_overload/0, report/2]).
+-export([read_all/2, check_placement/1, put_all/3]).
+
+-import(fraghash_test_support, [scratch/0, quiet_overload/0, report/2, start_peer/2,
+                                wait_down/1]).
 
 -define(MODULES, [mnesia_frag_slots, mnesia_frag_chash, mnesia_frag_jump]).
 -define(T, 600).
@@ -49,38 +52,6 @@ setup() ->
 cleanup(_Dir) ->
     stopped = mnesia:stop(),
     ok.
-
-%% Warnings the tests cause on purpose and that say nothing about the
-%% result are dropped (on this node and on the peers): Mnesia's "Mnesia is
-%% overloaded" when bulk writes outrun its log dumper, and global's "prevent
-%% overlapping partitions" when a peer node is killed with kill -9.
-quiet_overload() ->
-    _ = logger:add_primary_filter(fraghash_quiet_overload,
-                                  {fun drop_overload/2, []}),
-    ok.
-
-drop_overload(#{msg := {Format, _}}, _) when is_list(Format) ->
-    Expected = ["Mnesia is overloaded", "prevent overlapping partitions"],
-    case lists:any(fun(E) -> string:find(Format, E) =/= nomatch end, Expected) of
-        true -> stop;
-        false -> ignore
-    end;
-drop_overload(_Event, _) ->
-    ignore.
-
-%% Figures printed along the way (distributions, timings) appear only with
-%% FRAGHASH_TEST_VERBOSE=1: by default the suite prints its result alone.
-report(Format, Args) ->
-    case os:getenv("FRAGHASH_TEST_VERBOSE") of
-        "1" -> io:format(user, Format, Args);
-        _ -> ok
-    end.
-
-scratch() ->
-    case os:getenv("FRAGHASH_TEST_DIR") of
-        false -> error(no_fraghash_test_dir);
-        D -> D
-    end.
 
 env_int(Name, Default) ->
     case os:getenv(Name) of
@@ -441,24 +412,3 @@ two_nodes(Modules) ->
       end, Tabs),
     ?assertEqual(Built, filelib:wildcard(filename:join([DirB, "fraghash", "*.fhbuilt"]))),
     ok.
-
-start_peer(Name, Dir) ->
-    %% The application's ebin and this module's directory (rebar3 keeps
-    %% test modules apart from the application's).
-    Paths = lists:usort([code:lib_dir(fraghash, ebin),
-                         filename:dirname(code:which(?MODULE))]),
-    {ok, Peer, Node} = peer:start(#{name => Name, host => "localhost",
-                                    args => ["-pa" | Paths] ++
-                                            ["-mnesia", "dir",
-                                             "\"" ++ Dir ++ "\""]}),
-    ok = rpc:call(Node, ?MODULE, quiet_overload, []),
-    OsPid = rpc:call(Node, os, getpid, []),
-    ok = file:write_file(filename:join(scratch(), "peer.pids"),
-                         [OsPid, "\n"], [append]),
-    {Peer, Node}.
-
-wait_down(Node) ->
-    case lists:member(Node, nodes()) of
-        true -> timer:sleep(50), wait_down(Node);
-        false -> ok
-    end.

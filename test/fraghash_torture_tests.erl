@@ -24,6 +24,8 @@
 
 -include_lib("eunit/include/eunit.hrl").
 
+-import(fraghash_test_support, [scratch/0]).
+
 -define(T, 3600).
 
 torture_test_() ->
@@ -34,12 +36,6 @@ kills() ->
         false -> 30;
         "" -> 30;
         V -> list_to_integer(V)
-    end.
-
-scratch() ->
-    case os:getenv("FRAGHASH_TEST_DIR") of
-        false -> error(no_fraghash_test_dir);
-        D -> D
     end.
 
 torture() ->

@@ -14,6 +14,8 @@
 
 -include_lib("eunit/include/eunit.hrl").
 
+-import(fraghash_test_support, [scratch/0, report/2, start_peer/2, wait_down/1]).
+
 -export([read_all/2, frag_keys/1]).
 
 -define(RECORDS, 2000).
@@ -35,12 +37,6 @@ two_node_test_() ->
                   Victim <- [self, other]],
               ok
       end}}.
-
-scratch() ->
-    case os:getenv("FRAGHASH_TEST_DIR") of
-        false -> error(no_fraghash_test_dir);
-        D -> D
-    end.
 
 case_(Mod, Op, Step, Victim) ->
     Id = lists:concat([Mod, "_", Step, "_", Victim, "_", os:getpid()]),
@@ -91,7 +87,7 @@ case_(Mod, Op, Step, Victim) ->
      || N <- [A, B]],
     [ok = rpc:call(N, fraghash_frag, recover, []) || N <- [Dead, Alive]],
     Where = {Mod, Op, Step, Victim, Result},
-    fraghash_mnesia_tests:report("two nodes: ~w ~w at ~w, killed ~w: returned ~0p~n",
+    report("two nodes: ~w ~w at ~w, killed ~w: returned ~0p~n",
               [Mod, Op, Step, Victim, Result]),
     check_both(Tab, A, B, Where),
     %% The operation runs again, and the nodes still agree.
@@ -136,22 +132,3 @@ read_all(Tab, Count) ->
                             length([I || I <- lists:seq(1, Count),
                                          mnesia:read(Tab, I) =:= [{Tab, I, I * 5}]])
                     end, [], mnesia_frag).
-
-start_peer(Name, Dir) ->
-    ok = filelib:ensure_path(Dir),
-    %% The test modules and the adapter may be built into different
-    %% directories (rebar3 keeps test modules apart).
-    Dirs = lists:usort([filename:dirname(code:which(M)) || M <- [?MODULE, fraghash_frag]]),
-    {ok, Peer, Node} = peer:start(#{name => Name, host => "localhost",
-                                    args => ["-pa" | Dirs] ++ ["-mnesia", "dir",
-                                                               "\"" ++ Dir ++ "\""]}),
-    ok = rpc:call(Node, fraghash_mnesia_tests, quiet_overload, []),
-    OsPid = rpc:call(Node, os, getpid, []),
-    ok = file:write_file(filename:join(scratch(), "peer.pids"), [OsPid, "\n"], [append]),
-    {Peer, Node}.
-
-wait_down(Node) ->
-    case lists:member(Node, nodes()) of
-        true -> timer:sleep(50), wait_down(Node);
-        false -> ok
-    end.

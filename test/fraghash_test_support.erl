@@ -1,0 +1,68 @@
+%% @doc What the EUnit modules of test/ share: the scratch directory, peer
+%% nodes (started, recorded for scripts/test-mnesia.sh to kill, waited for),
+%% and quiet output.
+-module(fraghash_test_support).
+
+-export([scratch/0, quiet_overload/0, report/2, start_peer/2, record_peer/1,
+         wait_down/1]).
+
+%% @doc The scratch directory scripts/test-mnesia.sh made
+%% (`FRAGHASH_TEST_DIR').
+scratch() ->
+    case os:getenv("FRAGHASH_TEST_DIR") of
+        false -> error(no_fraghash_test_dir);
+        D -> D
+    end.
+
+%% @doc Drops warnings the tests cause on purpose and that say nothing about
+%% the result: Mnesia's "Mnesia is overloaded" when bulk writes outrun its
+%% log dumper, and global's "prevent overlapping partitions" when a peer
+%% node is killed with kill -9. Call it on every node (peers included).
+quiet_overload() ->
+    _ = logger:add_primary_filter(fraghash_quiet_overload,
+                                  {fun drop_overload/2, []}),
+    ok.
+
+drop_overload(#{msg := {Format, _}}, _) when is_list(Format) ->
+    Expected = ["Mnesia is overloaded", "prevent overlapping partitions"],
+    case lists:any(fun(E) -> string:find(Format, E) =/= nomatch end, Expected) of
+        true -> stop;
+        false -> ignore
+    end;
+drop_overload(_Event, _) ->
+    ignore.
+
+%% @doc Figures printed along the way (distributions, timings, per-case
+%% lines) appear only with FRAGHASH_TEST_VERBOSE=1: by default the suite
+%% prints its result alone.
+report(Format, Args) ->
+    case os:getenv("FRAGHASH_TEST_VERBOSE") of
+        "1" -> io:format(user, Format, Args);
+        _ -> ok
+    end.
+
+%% @doc A peer node `Name@localhost' with its Mnesia directory `Dir', the
+%% application's and the tests' code, quiet, and recorded.
+start_peer(Name, Dir) ->
+    ok = filelib:ensure_path(Dir),
+    %% rebar3 builds the test modules apart from the application's.
+    Paths = lists:usort([filename:dirname(code:which(M)) || M <- [?MODULE, fraghash_frag]]),
+    {ok, Peer, Node} = peer:start(#{name => Name, host => "localhost",
+                                    args => ["-pa" | Paths] ++
+                                            ["-mnesia", "dir", "\"" ++ Dir ++ "\""]}),
+    ok = rpc:call(Node, ?MODULE, quiet_overload, []),
+    record_peer(Node),
+    {Peer, Node}.
+
+%% @doc Records a peer's OS pid, so scripts/test-mnesia.sh kills it if a
+%% test leaves it running.
+record_peer(Node) ->
+    OsPid = rpc:call(Node, os, getpid, []),
+    ok = file:write_file(filename:join(scratch(), "peer.pids"), [OsPid, "\n"], [append]).
+
+%% @doc Returns once `Node' is disconnected (after a kill -9).
+wait_down(Node) ->
+    case lists:member(Node, nodes()) of
+        true -> timer:sleep(50), wait_down(Node);
+        false -> ok
+    end.
