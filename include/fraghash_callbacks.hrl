@@ -8,23 +8,28 @@
          match_spec_to_frag_numbers/2]).
 
 %% @doc Called by Mnesia when a fragmented table is created.
--spec init_state(atom(), term()) -> fraghash_mnesia:state().
+-spec init_state(atom(), term()) -> fraghash_state:encoded().
 init_state(Tab, State) -> fraghash_mnesia:init_state(?SCHEME, Tab, State).
 
 %% @doc `{NewState, IterFrags, AdditionalLockFrags}' for one more fragment.
--spec add_frag(fraghash_mnesia:state()) ->
-          {fraghash_mnesia:state(), [pos_integer()], [pos_integer()]}.
+-spec add_frag(fraghash_state:encoded()) ->
+          {fraghash_state:encoded(), [pos_integer()], [pos_integer()]}.
 add_frag(State) -> fraghash_mnesia:add_frag(?SCHEME, State).
 
 %% @doc `{NewState, IterFrags, AdditionalLockFrags}' without the last fragment.
--spec del_frag(fraghash_mnesia:state()) ->
-          {fraghash_mnesia:state(), [pos_integer()], [pos_integer()]}.
+-spec del_frag(fraghash_state:encoded()) ->
+          {fraghash_state:encoded(), [pos_integer()], [pos_integer()]}.
 del_frag(State) -> fraghash_mnesia:del_frag(?SCHEME, State).
+
+%% @doc The fragment (1-based) of a key: `erlang:phash2(Key, 1 bsl 32)',
+%% then the state's published lookup (see fraghash_lookup.hrl).
+-spec key_to_frag_number(fraghash_state:encoded(), term()) -> pos_integer().
+key_to_frag_number(S, Key) -> fraghash_locate(S, erlang:phash2(Key, 4294967296)).
 
 -include("fraghash_lookup.hrl").
 
 %% @doc The fragments a match spec must search.
--spec match_spec_to_frag_numbers(fraghash_mnesia:state(), ets:match_spec()) ->
+-spec match_spec_to_frag_numbers(fraghash_state:encoded(), ets:match_spec()) ->
           [pos_integer()].
 match_spec_to_frag_numbers(State, MatchSpec) ->
     fraghash_mnesia:match_spec_to_frag_numbers(State, MatchSpec).

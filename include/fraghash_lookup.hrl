@@ -1,68 +1,53 @@
-%% The hot path of every fraghash hash module, compiled into each module so
-%% that a lookup is one local call. Also fraghash_mnesia's own
-%% `key_to_frag_number/2'. Needs fraghash.hrl.
+%% The hot path of every fraghash hash module, compiled into each module
+%% (see fraghash_callbacks.hrl) so that a lookup is one local call, and
+%% into `fraghash_lookup'. Needs fraghash.hrl.
 %%
-%% For slots, chash and linear the lookup needs no NIF call: the NIF built
-%% the state's lookup table once (from the core's scheme) and
-%% `fraghash_mnesia' published it as a persistent term keyed by the
-%% state's digest, which Erlang reads in place, without copying. A lookup
-%% is then `phash2', `persistent_term:get/2', a shift and one `element/2'
-%% (then a little arithmetic where two owners meet inside a bucket, or a
-%% short scan of a small tuple where more do).
-%% The first lookup of a state on a node finds nothing and publishes it
-%% (`fraghash_mnesia:publish_locate/2'). Jump keeps the NIF call: its
-%% answer comes from 64-bit mixing that Erlang would do in bignums.
+%% No NIF call for slots, chash and linear: the NIF built the state's
+%% lookup table once (from the core's scheme) and `fraghash_lookup'
+%% published it as a persistent term under the state's `Key', which Erlang
+%% reads in place, without copying. A lookup is then `phash2',
+%% `persistent_term:get/2' (a small-integer key: 12 ns measured, against 24
+%% for the 16-byte digest), a shift and one `element/2' (then a little
+%% arithmetic where two owners meet inside a bucket, or a short scan of a
+%% small tuple where more do). The published value repeats the state's
+%% `Check', matched here, so a value published for another state (or
+%% another application's term under the same key) is never read as this
+%% state's. The first lookup of a state on a node finds nothing and
+%% publishes it (`fraghash_lookup:publish_locate/2'). Jump's answer comes
+%% from 64-bit mixing that Erlang would do in bignums: its published value
+%% names the digest the NIF's `locate' takes.
 
-%% The persistent_term key of a state's published lookup is its digest
-%% itself: hashing a 16-byte binary cost less, measured, than building a
-%% tuple key or matching an integer out of the digest on every call, and
-%% key equality is digest equality.
-
-%% @doc The fragment (1-based) of a key: O(1) at any fragment count.
--spec key_to_frag_number(fraghash_mnesia:state(), term()) -> pos_integer().
-key_to_frag_number(#fraghash_state{scheme = jump, digest = D} = S, Key) ->
-    H = erlang:phash2(Key, 4294967296),
-    case fraghash_nif:locate(D, H) of
-        miss -> fraghash_mnesia:load_locate(S, H);
-        Frag -> Frag
-    end;
-key_to_frag_number(#fraghash_state{digest = D} = S, Key) ->
-    H = erlang:phash2(Key, 4294967296),
-    case persistent_term:get(D, miss) of
-        {fraghash_ranges, Shift, OffMask, W, W2, OMask, Buckets, _Table, _Published} ->
-            case element((H bsr Shift) + 1, Buckets) of
-                Frag when is_integer(Frag), Frag > 0 -> Frag;
-                Packed when is_integer(Packed) ->
-                    fraghash_packed_owner(-Packed, H, OffMask, W, W2, OMask);
-                Split -> fraghash_split_owner(Split, H, 2)
+%% The fragment (1-based) of hash `H' in state `S': O(1) at any fragment
+%% count. The state's head is matched in the body, not the clause head: a
+%% clause that both matched the binary and kept it whole for the miss path
+%% made the compiler rebuild it on every call (10 ns measured).
+fraghash_locate(S, H) ->
+    case S of
+        ?FRAGHASH_STATE_HEAD(K, C) ->
+            case persistent_term:get(K, miss) of
+                {fraghash_ranges, C, Shift, OffMask, W, W2, OMask, Buckets, _, _} ->
+                    case element((H bsr Shift) + 1, Buckets) of
+                        Frag when is_integer(Frag), Frag > 0 -> Frag;
+                        Packed when is_integer(Packed) ->
+                            fraghash_packed_owner(-Packed, H, OffMask, W, W2, OMask);
+                        Split -> fraghash_split_owner(Split, H, 2)
+                    end;
+                {fraghash_low_bits, C, Mask, Half, N, _, _} ->
+                    case H band Mask of
+                        A when A >= N -> A - Half + 1;
+                        A -> A + 1
+                    end;
+                {fraghash_nif, C, D, _, _} ->
+                    case fraghash_nif:locate(D, H) of
+                        miss -> fraghash_lookup:load_locate(S, H);
+                        Frag -> Frag
+                    end;
+                _ ->
+                    fraghash_lookup:publish_locate(S, H)
             end;
-        miss ->
-            fraghash_mnesia:publish_locate(S, H);
-        Lookup ->
-            fraghash_read_lookup(Lookup, H, S)
-    end;
-key_to_frag_number(Bad, _Key) ->
-    mnesia:abort({bad_hash_state, Bad}).
-
-%% The fragment of `H' in a published lookup of state `S' (see
-%% fraghash_nif:lookup_table/2 for the forms; `fraghash_nif' marks a state
-%% whose lookup stays in the NIF, as does any other term under the key).
-fraghash_read_lookup({fraghash_ranges, Shift, OffMask, W, W2, OMask, Buckets, _, _}, H, _S) ->
-    case element((H bsr Shift) + 1, Buckets) of
-        Frag when is_integer(Frag), Frag > 0 -> Frag;
-        Packed when is_integer(Packed) ->
-            fraghash_packed_owner(-Packed, H, OffMask, W, W2, OMask);
-        Split -> fraghash_split_owner(Split, H, 2)
-    end;
-fraghash_read_lookup({fraghash_low_bits, Mask, Half, N, _, _}, H, _S) ->
-    case H band Mask of
-        A when A >= N -> A - Half + 1;
-        A -> A + 1
-    end;
-fraghash_read_lookup(_Other, H, #fraghash_state{digest = D} = S) ->
-    case fraghash_nif:locate(D, H) of
-        miss -> fraghash_mnesia:load_locate(S, H);
-        Frag -> Frag
+        _ ->
+            %% A state in the earlier record form, or not a state (aborts).
+            fraghash_lookup:locate_legacy(S, H)
     end.
 
 %% A bucket of two owners: `Owner0 + (Owner1 bsl W) + (Offset bsl 2W)',

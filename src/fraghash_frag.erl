@@ -425,10 +425,10 @@ info(Tab) ->
              hash_module => Mod,
              n_fragments => N,
              hash_state_bytes => erts_debug:flat_size(State) * erlang:system_info(wordsize)},
-    case State of
-        #fraghash_state{scheme = Scheme} ->
+    case fraghash_state:decode(State) of
+        {ok, #fraghash_state{scheme = Scheme}} ->
             Base#{scheme => Scheme, state => fraghash_mnesia:info(State)};
-        _ ->
+        {error, _} ->
             Base
     end.
 

@@ -10,9 +10,10 @@
 %% 64 bits as `H * (2^32 + 1)', so `linear' answers exactly as
 %% `mnesia_frag_hash' and `slots'/`ring' read well-mixed high bits.
 %%
-%% The hash state is a `#fraghash_state{}' record (see
-%% `include/fraghash.hrl'): plain data, so it survives restarts and is the
-%% same on every node. Options given as the initial `hash_state' are checked
+%% The hash state Mnesia holds is one binary (`fraghash_state', layout and
+%% reasons in `include/fraghash.hrl'): plain data, so it survives restarts
+%% and is the same on every node; the callbacks below decode it, and
+%% `fraghash_lookup' answers lookups. Options given as the initial `hash_state' are checked
 %% by `init_state/3'; anything not understood aborts the schema transaction
 %% with `{bad_hash_state, Module, Detail}'.
 -module(fraghash_mnesia).
@@ -20,12 +21,11 @@
 -include("fraghash.hrl").
 
 -export([init_state/3, add_frag/2, del_frag/2, key_to_frag_number/2,
-         match_spec_to_frag_numbers/2, info/1, module_of/1, load_locate/2]).
--export([publish_locate/2, locate_hash/2, published/0]).
+         match_spec_to_frag_numbers/2, info/1, module_of/1]).
+-export([decode/1, nif/1, built_dir/0]).
 
 -type scheme() :: slots | chash | jump | linear.
--type state() :: #fraghash_state{}.
--export_type([scheme/0, state/0]).
+-export_type([scheme/0]).
 
 %% Slots: at most this many donor fragments per add_frag unless the
 %% hash_state says otherwise (see docs/mnesia.md for the trade-off).
@@ -43,11 +43,12 @@
 %% <li>chash: `{points, 1..10000}' (default 100): ring points per fragment.</li>
 %% <li>jump, linear: no options.</li>
 %% </ul>
--spec init_state(scheme(), atom(), term()) -> state().
+-spec init_state(scheme(), atom(), term()) -> fraghash_state:encoded().
 init_state(Scheme, Tab, State) ->
     Opts = options(Scheme, State),
     {D, B} = nif(fun() -> fraghash_nif:fresh_state(spec(Scheme, Opts), 1, weights(1, Opts)) end),
-    #fraghash_state{scheme = Scheme, table = Tab, n = 1, opts = Opts, digest = D, bytes = B}.
+    fraghash_state:encode(#fraghash_state{scheme = Scheme, table = Tab, n = 1, opts = Opts,
+                                          digest = D, bytes = B}).
 
 %% @doc `add_frag/1' of scheme `Scheme': `{NewState, IterFrags, LockFrags}'
 %% where `IterFrags' are exactly the fragments that can lose records.
@@ -60,9 +61,13 @@ init_state(Scheme, Tab, State) ->
 %% table grows instead: the table starts perfectly balanced and creating
 %% 4,000 fragments stays O(fragments) per step. Afterwards each `add_frag'
 %% is appended to the recipe and honours the `donors' bound.
--spec add_frag(scheme(), state()) -> {state(), [pos_integer()], [pos_integer()]}.
-add_frag(Scheme, #fraghash_state{scheme = Scheme, n = N, opts = Opts,
-                                 digest = D, bytes = B} = S) ->
+-spec add_frag(scheme(), fraghash_state:encoded()) ->
+          {fraghash_state:encoded(), [pos_integer()], [pos_integer()]}.
+add_frag(Scheme, State) ->
+    add_decoded(Scheme, decode(Scheme, State)).
+
+add_decoded(Scheme, #fraghash_state{scheme = Scheme, n = N, opts = Opts,
+                                    digest = D, bytes = B} = S) ->
     ok = refuse_unsafe_change(S, add_frag),
     N1 = N + 1,
     {D2, B2, Iter, Lock} =
@@ -89,163 +94,38 @@ add_frag(Scheme, #fraghash_state{scheme = Scheme, n = N, opts = Opts,
                         nif(fun() -> fraghash_nif:add_frag(D, B, W, donors(Opts)) end)
                 end
         end,
-    {S#fraghash_state{n = N1, digest = D2, bytes = B2}, Iter, Lock};
-add_frag(Scheme, Bad) ->
-    bad_state(Scheme, Bad).
+    {fraghash_state:encode(S#fraghash_state{n = N1, digest = D2, bytes = B2}), Iter, Lock}.
+
 
 %% @doc `del_frag/1' of scheme `Scheme': removes the last fragment;
 %% `{NewState, [Last], FragmentsThatCanReceiveItsRecords}'.
--spec del_frag(scheme(), state()) -> {state(), [pos_integer()], [pos_integer()]}.
-del_frag(Scheme, #fraghash_state{scheme = Scheme, n = N, digest = D, bytes = B} = S)
+-spec del_frag(scheme(), fraghash_state:encoded()) ->
+          {fraghash_state:encoded(), [pos_integer()], [pos_integer()]}.
+del_frag(Scheme, State) ->
+    del_decoded(Scheme, decode(Scheme, State)).
+
+del_decoded(Scheme, #fraghash_state{scheme = Scheme, n = N, digest = D, bytes = B} = S)
   when N > 1 ->
     ok = refuse_unsafe_change(S, del_frag),
     ok = built_dir(),
     {D2, B2, Iter, Lock} = nif(fun() -> fraghash_nif:del_frag(D, B) end),
-    {S#fraghash_state{n = N - 1, digest = D2, bytes = B2}, Iter, Lock};
-del_frag(Scheme, Bad) ->
-    bad_state(Scheme, Bad).
+    {fraghash_state:encode(S#fraghash_state{n = N - 1, digest = D2, bytes = B2}), Iter, Lock};
+del_decoded(Scheme, Last) ->
+    %% Mnesia does not remove a table's only fragment; a direct call might.
+    bad_state(Scheme, fraghash_state:encode(Last)).
 
-%% `key_to_frag_number/2', the same code the hash modules compile in.
--include("fraghash_lookup.hrl").
-
-%% @doc The miss path of `key_to_frag_number/2': decodes the state on a
-%% dirty scheduler (checking its digest), caches it, and locates `H'.
--spec load_locate(state(), 0..4294967295) -> pos_integer().
-load_locate(#fraghash_state{digest = D, bytes = B}, H) ->
-    ok = built_dir(),
-    nif(fun() -> fraghash_nif:load_locate(D, B, H) end).
-
-%%% Published lookups: the per-operation path without a NIF call.
-%%
-%% A state's lookup table (built by the NIF from the core's scheme, see
-%% `fraghash_nif:lookup_table/2') is published as the persistent term
-%% keyed by the state's digest (a 16-byte binary) by the first lookup that
-%% misses it on this node, never per operation. The value is the table in
-%% the form the hot path reads, then the table name and the publishing
-%% time: `{fraghash_ranges, Shift, OffMask, W, 2W, OwnerMask, Buckets,
-%% Table, Published}', `{fraghash_low_bits, Mask, Half, N, Table,
-%% Published}' or `{fraghash_nif, Table, Published}'.
-%%
-%% Replacing or erasing a persistent term makes the VM scan every
-%% process's heap, so publishing is rare and bounded:
-%% <ul>
-%% <li>One publisher at a time per node: the publisher holds the local
-%% registered name `fraghash_lookup_publisher' (freed by the VM if it
-%% dies). A lookup that misses while another process publishes asks the
-%% NIF instead, so a burst of lookups of a new state builds and publishes
-%% its table once.</li>
-%% <li>A table keeps its two most recently published lookups (the current
-%% state and the one before it, which lookups under way during a change
-%% and `fraghash_frag''s follow-up still use); publishing a third erases
-%% the oldest. A table's states never come back (each change extends the
-%% recipe), so the two do not alternate.</li>
-%% <li>Lookups of tables that no longer exist in Mnesia are erased by the
-%% next publish once they are a minute old.</li>
-%% </ul>
-%% So the memory held is at most two lookups per table, plus those of
-%% tables deleted within the last minute or since the last publish.
-
--define(KEEP_PER_TABLE, 2).
--define(STALE_MS, 60000).
--define(PUBLISHER, fraghash_lookup_publisher).
-
-%% @doc The miss path of `key_to_frag_number/2' for slots, chash and
-%% linear: publishes the state's lookup table (when no other process is
-%% publishing one) and locates `H'.
--spec publish_locate(state(), 0..4294967295) -> pos_integer().
-publish_locate(#fraghash_state{digest = D} = S, H) ->
-    case persistent_term:get(D, miss) of
-        miss ->
-            case catch register(?PUBLISHER, self()) of
-                true ->
-                    try publish(S) of
-                        Value -> fraghash_read_lookup(Value, H, S)
-                    after
-                        unregister(?PUBLISHER)
-                    end;
-                _ ->
-                    case process_info(self(), registered_name) of
-                        %% A process registered under its own name cannot
-                        %% take this one: it publishes unguarded.
-                        {registered_name, Own} when Own =/= ?PUBLISHER ->
-                            fraghash_read_lookup(publish(S), H, S);
-                        _ ->
-                            load_locate(S, H)
-                    end
-            end;
-        Value ->
-            fraghash_read_lookup(Value, H, S)
-    end.
-
-%% @doc The fragment of a 32-bit hash `H' (`erlang:phash2(Key, 1 bsl 32)')
-%% through the same path as `key_to_frag_number/2': the published lookup
-%% for slots, chash and linear (publishing it on a miss), the NIF for jump.
--spec locate_hash(state(), 0..4294967295) -> pos_integer().
-locate_hash(#fraghash_state{scheme = jump} = S, H) ->
-    load_locate(S, H);
-locate_hash(#fraghash_state{digest = D} = S, H) ->
-    case persistent_term:get(D, miss) of
-        miss -> publish_locate(S, H);
-        Value -> fraghash_read_lookup(Value, H, S)
-    end.
-
-%% @doc The lookups published on this node: `{Table, Digest, Words}' per
-%% lookup, `Words' its size in memory words.
--spec published() -> [{atom(), binary(), non_neg_integer()}].
-published() ->
-    [{T, D, erts_debug:flat_size(V)} || {D, T, _, V} <- published_entries()].
-
-%% Builds and publishes the lookup of a state (unless already there), then
-%% erases the lookups that are no longer kept. Returns the published value.
-publish(#fraghash_state{table = T, digest = D, bytes = B}) ->
-    case persistent_term:get(D, miss) of
-        miss ->
-            ok = built_dir(),
-            Now = erlang:monotonic_time(millisecond),
-            Value = case nif(fun() -> fraghash_nif:lookup_table(D, B) end) of
-                        {ranges, Shift, W, Buckets} ->
-                            {fraghash_ranges, Shift, (1 bsl Shift) - 1, W, 2 * W,
-                             (1 bsl W) - 1, Buckets, T, Now};
-                        {low_bits, Mask, Half, N} ->
-                            {fraghash_low_bits, Mask, Half, N, T, Now};
-                        none ->
-                            {fraghash_nif, T, Now}
-                    end,
-            ok = persistent_term:put(D, Value),
-            retire(T, Now),
-            Value;
-        Value ->
-            %% Published meanwhile.
-            Value
-    end.
-
-%% Erases the lookups of table `T' beyond the newest ?KEEP_PER_TABLE, and
-%% those of tables Mnesia no longer has that are over ?STALE_MS old.
-retire(T, Now) ->
-    Entries = published_entries(),
-    Mine = lists:reverse(lists:keysort(3, [E || {_, T1, _, _} = E <- Entries, T1 =:= T])),
-    Old = lists:nthtail(min(?KEEP_PER_TABLE, length(Mine)), Mine),
-    Stale = case catch mnesia:system_info(tables) of
-                Tabs when is_list(Tabs) ->
-                    [E || {_, T1, P, _} = E <- Entries, T1 =/= T, Now - P > ?STALE_MS,
-                          not lists:member(T1, Tabs)];
-                _ ->
-                    []
-            end,
-    _ = [persistent_term:erase(D) || {D, _, _, _} <- Old ++ Stale],
-    ok.
-
-%% `{Digest, Table, PublishedMs, Value}' of every published lookup.
-published_entries() ->
-    [{D, element(tuple_size(V) - 1, V), element(tuple_size(V), V), V}
-     || {D, V} <- persistent_term:get(), is_binary(D), byte_size(D) =:= 16,
-        is_tuple(V), tuple_size(V) >= 3,
-        lists:member(element(1, V), [fraghash_ranges, fraghash_low_bits, fraghash_nif])].
+%% @doc The fragment of a key in a state (the hash modules compile the
+%% same lookup in; see `fraghash_lookup').
+-spec key_to_frag_number(fraghash_state:encoded(), term()) -> pos_integer().
+key_to_frag_number(S, Key) ->
+    fraghash_lookup:locate_hash(S, erlang:phash2(Key, 4294967296)).
 
 %% @doc `match_spec_to_frag_numbers/2': one fragment when the match spec's
 %% key is bound, all of them otherwise.
--spec match_spec_to_frag_numbers(state(), ets:match_spec()) -> [pos_integer()].
-match_spec_to_frag_numbers(#fraghash_state{n = N} = S, MatchSpec) ->
+-spec match_spec_to_frag_numbers(fraghash_state:encoded(), ets:match_spec()) ->
+          [pos_integer()].
+match_spec_to_frag_numbers(S, MatchSpec) ->
+    #fraghash_state{n = N} = decode(S),
     case MatchSpec of
         [{HeadPat, _, _}] when is_tuple(HeadPat), tuple_size(HeadPat) > 2 ->
             KeyPat = element(2, HeadPat),
@@ -255,16 +135,29 @@ match_spec_to_frag_numbers(#fraghash_state{n = N} = S, MatchSpec) ->
             end;
         _ ->
             lists:seq(1, N)
-    end;
-match_spec_to_frag_numbers(Bad, _MatchSpec) ->
-    mnesia:abort({bad_hash_state, Bad}).
+    end.
 
 %% @doc A description of a state (spec, fragments, memory; for slots the
 %% slots per fragment and weights), plus the options that differ from
 %% the defaults.
--spec info(state()) -> map().
-info(#fraghash_state{opts = Opts, digest = D, bytes = B}) ->
+-spec info(fraghash_state:encoded()) -> map().
+info(State) ->
+    #fraghash_state{opts = Opts, digest = D, bytes = B} = decode(State),
     maps:put(opts, Opts, nif(fun() -> fraghash_nif:info(D, B) end)).
+
+%% @doc The decoded form of a state Mnesia holds (either form, see
+%% `fraghash_state'); aborts the transaction when it is not one.
+-spec decode(term()) -> #fraghash_state{}.
+decode(State) ->
+    case nif(fun() -> fraghash_state:decode(State) end) of
+        {ok, S} ->
+            S;
+        {error, digest_mismatch} ->
+            mnesia:abort({fraghash, digest_mismatch,
+                          "the hash state's recipe does not match its key: damaged state"});
+        {error, _} ->
+            mnesia:abort({bad_hash_state, State})
+    end.
 
 %% @doc The hash module of a scheme.
 -spec module_of(scheme()) -> module().
@@ -377,9 +270,10 @@ opt(Key, Opts, Default) ->
         Found -> Found
     end.
 
-%% Tells the NIF, once per node, where to keep its built-state files: the
+%% @doc Tells the NIF, once per node, where to keep its built-state files: the
 %% directory `fraghash' under Mnesia's, when Mnesia's directory exists (a
 %% node without a disc schema gets none, and replays after each restart).
+-spec built_dir() -> ok.
 built_dir() ->
     case persistent_term:get({?MODULE, built_dir}, unset) of
         unset ->
@@ -400,7 +294,17 @@ creating(Tab) ->
 bad_state(Scheme, Bad) ->
     mnesia:abort({bad_hash_state, module_of(Scheme), Bad}).
 
-%% Runs a NIF call, turning its errors into Mnesia aborts with a clear reason.
+%% A state of scheme `Scheme', decoded.
+decode(Scheme, State) ->
+    case nif(fun() -> fraghash_state:decode(State) end) of
+        {ok, #fraghash_state{scheme = Scheme} = S} -> S;
+        {error, digest_mismatch} -> decode(State);
+        _ -> bad_state(Scheme, State)
+    end.
+
+%% @doc Runs a NIF call, turning its errors into Mnesia aborts with a clear
+%% reason.
+-spec nif(fun(() -> T)) -> T.
 nif(F) ->
     try F()
     catch

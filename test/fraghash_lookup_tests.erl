@@ -1,5 +1,5 @@
 %% @doc EUnit tests of the lookup without a NIF call (include/
-%% fraghash_lookup.hrl, fraghash_mnesia's published lookups): the Erlang
+%% fraghash_lookup.hrl, fraghash_lookup): the Erlang
 %% lookup of slots, chash and linear answers as the core (through the NIF's
 %% locate) at every slot or segment boundary after every step of 8 -> 64 ->
 %% 8 fragments in real Mnesia, and publishing stays bounded and safe under
@@ -28,8 +28,8 @@ lookup_test_() ->
               [{timeout, ?T, {atom_to_list(M) ++ ": Erlang lookup = core, 8 -> 64 -> 8",
                               fun() -> grow_shrink(M) end}}
                || M <- ?CONVERTED]
-              ++ [{timeout, ?T, {"jump keeps the NIF and publishes nothing",
-                                 fun jump_unpublished/0}},
+              ++ [{timeout, ?T, {"jump: the NIF answers, named by its published marker",
+                                 fun jump_through_nif/0}},
                   {timeout, ?T, {"concurrent misses: right answers, published",
                                  fun concurrent_misses/0}},
                   {timeout, ?T, {"a foreign term under the key falls back to the NIF",
@@ -79,17 +79,18 @@ grow_shrink(Mod) ->
                                        Mod:key_to_frag_number(S, K) =:= F]
                                  || F <- lists:seq(1, 8)]))),
     %% 113 states were published; the table keeps two.
-    ?assert(length([T || {T, _, _} <- fraghash_mnesia:published(), T =:= Tab]) =< 2),
+    ?assert(length([T || {T, _, _} <- fraghash_lookup:published(), T =:= Tab]) =< 2),
     {atomic, ok} = mnesia:delete_table(Tab).
 
 %% The current state of `Tab': the Erlang lookup (published, not the NIF)
 %% answers as the NIF's locate at every probe.
 check_state(Tab) ->
-    {Mod, #fraghash_state{digest = D, bytes = B, n = N} = S, N} = fraghash_frag:hash(Tab),
+    {Mod, S, N} = fraghash_frag:hash(Tab),
+    {ok, #fraghash_state{digest = D, bytes = B, n = N} = R} = fraghash_state:decode(S),
     _ = Mod:key_to_frag_number(S, first),
-    ?assert(lists:keymember(D, 2, fraghash_mnesia:published())),
-    Bad = [{H, E, C} || H <- probes(S),
-                        E <- [fraghash_mnesia:locate_hash(S, H)],
+    ?assert(lists:keymember(key(D), 2, fraghash_lookup:published())),
+    Bad = [{H, E, C} || H <- probes(R),
+                        E <- [fraghash_lookup:locate_hash(S, H)],
                         C <- [core(D, B, H)],
                         E =/= C],
     ?assertEqual({Mod, N, []}, {Mod, N, lists:sublist(Bad, 5)}).
@@ -108,6 +109,7 @@ core(D, B, H) ->
 %% hashes where linear's two branches meet; and ?RANDOM pseudo-random ones
 %% (fixed seed).
 probes(#fraghash_state{scheme = Scheme, digest = D} = S) ->
+    {K, Check} = fraghash_state:key_of_digest(D),
     rand:seed(exsss, {11, 22, 33}),
     Random = [rand:uniform(1 bsl 32) - 1 || _ <- lists:seq(1, ?RANDOM)],
     Slots = case Scheme of
@@ -119,10 +121,10 @@ probes(#fraghash_state{scheme = Scheme, digest = D} = S) ->
                 _ ->
                     []
             end,
-    Table = case persistent_term:get(D, miss) of
-                {fraghash_ranges, Shift2, OffMask, _W, W2, _OMask, Buckets, _, _} ->
+    Table = case persistent_term:get(K, miss) of
+                {fraghash_ranges, Check, Shift2, OffMask, _W, W2, _OMask, Buckets, _, _} ->
                     bucket_probes(Buckets, Shift2, OffMask, W2);
-                {fraghash_low_bits, _Mask, Half, Nl, _, _} ->
+                {fraghash_low_bits, Check, _Mask, Half, Nl, _, _} ->
                     lists:seq(0, 4 * max(Half, Nl));
                 _ ->
                     []
@@ -146,20 +148,21 @@ frag(Tab, N) -> list_to_atom(atom_to_list(Tab) ++ "_frag" ++ integer_to_list(N))
 
 %%% Publishing.
 
-jump_unpublished() ->
+jump_through_nif() ->
     S = grow(mnesia_frag_jump, mnesia_frag_jump:init_state(lookup_jump, undefined), 9),
-    #fraghash_state{digest = D, bytes = B} = S,
+    {ok, #fraghash_state{digest = D, bytes = B}} = fraghash_state:decode(S),
     [?assertEqual(core(D, B, erlang:phash2(K, 1 bsl 32)),
                   mnesia_frag_jump:key_to_frag_number(S, K))
      || K <- lists:seq(1, 1000)],
-    ?assertNot(lists:keymember(D, 2, fraghash_mnesia:published())).
+    {K, C} = fraghash_state:key_of_digest(D),
+    ?assertMatch({fraghash_nif, C, D, lookup_jump, _}, persistent_term:get(K)).
 
 %% Fifty processes look keys up in a new state at once: every answer is
 %% the core's (those that miss while another publishes ask the NIF), and
 %% the state ends up published.
 concurrent_misses() ->
     S = grow(mnesia_frag_chash, mnesia_frag_chash:init_state(lookup_herd, undefined), 199),
-    #fraghash_state{digest = D, bytes = B} = S,
+    {ok, #fraghash_state{digest = D, bytes = B}} = fraghash_state:decode(S),
     Self = self(),
     Pids = [spawn_link(fun() ->
                                receive go -> ok end,
@@ -170,23 +173,34 @@ concurrent_misses() ->
                        end) || I <- lists:seq(1, 50)],
     [P ! go || P <- Pids],
     [receive {P, Bad} -> ?assertEqual([], Bad) end || P <- Pids],
-    ?assertEqual(1, length([x || {lookup_herd, D2, _} <- fraghash_mnesia:published(),
-                                 D2 =:= D])).
+    ?assertEqual(1, length([x || {lookup_herd, K2, _} <- fraghash_lookup:published(),
+                                 K2 =:= key(D)])).
 
-%% A term under a state's digest that is not a fraghash lookup (another
-%% application's) is not read as one: the lookup asks the NIF.
+%% A term under a state's key that is not its lookup (another
+%% application's term, or the lookup of a state whose digest shares the
+%% key's 59 bits but not the check's) is not read as one, nor replaced:
+%% the lookup asks the NIF.
 foreign_entry() ->
     S = grow(mnesia_frag_slots, mnesia_frag_slots:init_state(lookup_foreign, undefined), 4),
-    #fraghash_state{digest = D, bytes = B} = S,
-    persistent_term:put(D, {ranges, 31, 16#7fffffff, 3, 6, 7, {5, 5}, lookup_foreign, 0}),
-    try
-        Hs = [erlang:phash2(I, 1 bsl 32) || I <- lists:seq(1, 1000)],
-        Got = [mnesia_frag_slots:key_to_frag_number(S, I) || I <- lists:seq(1, 1000)],
-        ?assertEqual([core(D, B, H) || H <- Hs], Got),
-        ?assertNotEqual(lists:duplicate(1000, 5), Got)
-    after
-        persistent_term:erase(D)
-    end.
+    {ok, #fraghash_state{digest = D, bytes = B}} = fraghash_state:decode(S),
+    {K, C} = fraghash_state:key_of_digest(D),
+    Hs = [erlang:phash2(I, 1 bsl 32) || I <- lists:seq(1, 1000)],
+    Foreign = [{ranges, 31, 16#7fffffff, 3, 6, 7, {5, 5}, lookup_foreign, 0},
+               {fraghash_ranges, C + 1, 31, 16#7fffffff, 3, 6, 7, {5, 5}, other, 0}],
+    lists:foreach(
+      fun(Term) ->
+              persistent_term:put(K, Term),
+              try
+                  Got = [mnesia_frag_slots:key_to_frag_number(S, I) || I <- lists:seq(1, 1000)],
+                  ?assertEqual([core(D, B, H) || H <- Hs], Got),
+                  ?assertNotEqual(lists:duplicate(1000, 5), Got),
+                  ?assertEqual(Term, persistent_term:get(K))
+              after
+                  persistent_term:erase(K)
+              end
+      end, Foreign).
+
+key(D) -> element(1, fraghash_state:key_of_digest(D)).
 
 grow(_Mod, S, 0) -> S;
 grow(Mod, S, K) -> {S2, _, _} = Mod:add_frag(S), grow(Mod, S2, K - 1).

@@ -32,7 +32,9 @@ mnesia_test_() ->
                {timeout, ?T, {"initial hash_state honoured or aborted",
                               fun options/0}},
                {timeout, ?T, {"corrupt hash_state raises, VM survives",
-                              fun corrupt_state/0}}]
+                              fun corrupt_state/0}},
+               {timeout, ?T, {"hash_state: small binary; the earlier record form still works",
+                              fun state_forms/0}}]
               ++ [{timeout, ?T, {atom_to_list(M) ++ ": 8 -> 64 -> 8 fragments",
                                  fun() -> grow_shrink(M) end}}
                   || M <- ?MODULES]
@@ -131,26 +133,52 @@ options() ->
                                         {hash_state, [{points, -1}]}]}])),
     ok.
 
+%% A fresh state is one heap binary (at most 64 bytes) for a table name of
+%% up to 16 bytes. A state in the earlier form (the decoded record itself)
+%% places every key as its binary form does, and a change writes the
+%% binary form.
+state_forms() ->
+    lists:foreach(
+      fun(Mod) ->
+              S = Mod:init_state('sixteen_chars_xy', undefined),
+              ?assert(is_binary(S) andalso byte_size(S) =< 64),
+              {S4, _, _} = Mod:add_frag(element(1, Mod:add_frag(element(1, Mod:add_frag(S))))),
+              {ok, R4} = fraghash_state:decode(S4),
+              ?assertEqual(S4, fraghash_state:encode(R4)),
+              ?assertEqual([Mod:key_to_frag_number(S4, K) || K <- lists:seq(1, 2000)],
+                           [Mod:key_to_frag_number(R4, K) || K <- lists:seq(1, 2000)]),
+              ?assertEqual(Mod:add_frag(S4), Mod:add_frag(R4)),
+              ?assertEqual(Mod:del_frag(S4), Mod:del_frag(R4))
+      end, [mnesia_frag_slots, mnesia_frag_chash, mnesia_frag_jump, mnesia_frag_linear]).
+
 wrap(L) -> [case O of not_a_list -> O; _ -> [O] end || O <- L].
 
 corrupt_state() ->
     S = mnesia_frag_slots:init_state(t, undefined),
     {S2, _, _} = mnesia_frag_slots:add_frag(S),
-    %% Flip the bytes but keep the digest: the cache misses only if the
-    %% digest is new, so use a digest nobody cached.
-    Bytes = element(7, S2),
-    Junk = setelement(6, setelement(7, S2, <<"garbage", Bytes/binary>>),
-                      <<1:128>>),
+    {ok, R2} = fraghash_state:decode(S2),
+    %% A recipe changed under the same key: refused before the NIF reads it.
+    Junk = <<S2/binary, "garbage">>,
     ?assertExit({aborted, {fraghash, digest_mismatch, _}},
                 mnesia_frag_slots:key_to_frag_number(Junk, key)),
+    ?assertExit({aborted, {fraghash, digest_mismatch, _}}, mnesia_frag_slots:add_frag(Junk)),
+    %% A state whose key matches a recipe the core cannot read.
     Garbage = <<"FHST", 1, 0, 4, "garbage">>,
-    Forged = setelement(6, setelement(7, S2, Garbage), fraghash_nif:digest(Garbage)),
+    Forged = fraghash_state:encode(R2#fraghash_state{bytes = Garbage,
+                                                     digest = fraghash_nif:digest(Garbage)}),
     ?assertExit({aborted, {fraghash, corrupt_state, _}},
                 mnesia_frag_slots:key_to_frag_number(Forged, key)),
     ?assertExit({aborted, {fraghash, corrupt_state, _}},
                 mnesia_frag_slots:del_frag(Forged)),
     ?assertExit({aborted, {bad_hash_state, _}},
                 mnesia_frag_slots:key_to_frag_number(not_a_state, key)),
+    %% Cut short, another layout, another scheme's state.
+    ?assertExit({aborted, {bad_hash_state, _}},
+                mnesia_frag_slots:key_to_frag_number(binary:part(S2, 0, 25), key)),
+    <<"fh", _Layout, Rest/binary>> = S2,
+    ?assertExit({aborted, {bad_hash_state, _}},
+                mnesia_frag_slots:key_to_frag_number(<<"fh", 2, Rest/binary>>, key)),
+    ?assertExit({aborted, {bad_hash_state, mnesia_frag_chash, _}}, mnesia_frag_chash:add_frag(S2)),
     ?assertExit({aborted, {bad_hash_state, mnesia_frag_slots, _}},
                 mnesia_frag_slots:add_frag({bad})),
     ?assertError(badarg, fraghash_nif:locate(<<1:128>>, -1)),
@@ -239,10 +267,11 @@ check(Tab, Count, Step) ->
     Count = read_all(Tab, Count),
     print_dist(Tab, Step, Counts).
 
-%% A fraghash state's recipe stays a heap binary (at most 64 bytes), which
-%% Mnesia copies out of ets on every operation without growing the calling
-%% process's binary heap (and so without extra garbage collections).
-small_state(#fraghash_state{bytes = B}) -> ?assert(byte_size(B) =< 64);
+%% A fraghash state stays small: Mnesia copies it out of ets on every
+%% operation. Its recipe stays within 64 bytes through this test's growth.
+small_state(S) when is_binary(S) ->
+    {ok, #fraghash_state{bytes = B}} = fraghash_state:decode(S),
+    ?assert(byte_size(B) =< 64);
 small_state(_) -> ok.
 
 print_dist(Tab, Step, Counts) ->

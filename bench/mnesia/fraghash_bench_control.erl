@@ -1,7 +1,8 @@
-%% @doc A control hash module for the benchmark: the same state shape as
-%% the fraghash modules (`#fraghash_state{}'), but the lookup is
-%% `erlang:phash2(Key, N) + 1' in pure Erlang. It separates what the NIF
-%% costs from what the state's shape and the key spread cost inside Mnesia.
+%% @doc A control hash module for the benchmark: the same state as
+%% `mnesia_frag_slots' (the binary of `include/fraghash.hrl', copied by
+%% Mnesia on every operation), but the lookup is `erlang:phash2(Key, N) + 1'
+%% in pure Erlang, `N' read from the state. It separates what fraghash's
+%% lookup costs from what the state and the key spread cost inside Mnesia.
 %% Not for real tables: add_frag and del_frag move nothing sensibly.
 -module(fraghash_bench_control).
 
@@ -11,23 +12,22 @@
          match_spec_to_frag_numbers/2]).
 
 %% @doc A state of one fragment.
--spec init_state(atom(), term()) -> #fraghash_state{}.
-init_state(Tab, _) ->
-    #fraghash_state{scheme = slots, table = Tab, n = 1, opts = [],
-                    digest = <<0:128>>, bytes = <<"control">>}.
+-spec init_state(atom(), term()) -> fraghash_state:encoded().
+init_state(Tab, State) -> mnesia_frag_slots:init_state(Tab, State).
 
-%% @doc One more fragment (creation only).
--spec add_frag(#fraghash_state{}) -> {#fraghash_state{}, [pos_integer()], [pos_integer()]}.
-add_frag(#fraghash_state{n = N} = S) -> {S#fraghash_state{n = N + 1}, [], [N + 1]}.
+%% @doc One more fragment (creation only): the count grows, nothing else.
+-spec add_frag(fraghash_state:encoded()) ->
+          {fraghash_state:encoded(), [pos_integer()], [pos_integer()]}.
+add_frag(<<Head:20/binary, N:32, Rest/binary>>) -> {<<Head/binary, (N + 1):32, Rest/binary>>, [], [N + 1]}.
 
 %% @doc Not supported.
--spec del_frag(#fraghash_state{}) -> no_return().
+-spec del_frag(fraghash_state:encoded()) -> no_return().
 del_frag(_) -> mnesia:abort(control_module_cannot_del_frag).
 
 %% @doc `phash2(Key, N) + 1'.
--spec key_to_frag_number(#fraghash_state{}, term()) -> pos_integer().
-key_to_frag_number(#fraghash_state{n = N}, Key) -> erlang:phash2(Key, N) + 1.
+-spec key_to_frag_number(fraghash_state:encoded(), term()) -> pos_integer().
+key_to_frag_number(<<_:20/binary, N:32, _/binary>>, Key) -> erlang:phash2(Key, N) + 1.
 
 %% @doc All fragments.
--spec match_spec_to_frag_numbers(#fraghash_state{}, term()) -> [pos_integer()].
-match_spec_to_frag_numbers(#fraghash_state{n = N}, _) -> lists:seq(1, N).
+-spec match_spec_to_frag_numbers(fraghash_state:encoded(), term()) -> [pos_integer()].
+match_spec_to_frag_numbers(<<_:20/binary, N:32, _/binary>>, _) -> lists:seq(1, N).
