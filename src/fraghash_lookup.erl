@@ -9,7 +9,9 @@
 %% (`include/fraghash_lookup.hrl') reads, led by the state's `Check' and
 %% followed by the table name and the publishing time:
 %% `{fraghash_ranges, Check, Shift, OffMask, W, 2W, OwnerMask, Buckets,
-%% Table, Published}' (slots, chash), `{fraghash_low_bits, Check, Mask,
+%% Table, Published}' (slots, chash), `{fraghash_words, Check, Shift,
+%% OffMask, OwnerBits, OwnerMask, Words, Table, Published}' (chash of many
+%% points: 32-bit words in a binary), `{fraghash_low_bits, Check, Mask,
 %% Half, N, Table, Published}' (linear) or `{fraghash_nif, Check, Digest,
 %% Table, Published}' (jump: the NIF answers).
 %%
@@ -43,7 +45,7 @@
 -define(KEEP_PER_TABLE, 2).
 -define(STALE_MS, 60000).
 -define(PUBLISHER, fraghash_lookup_publisher).
--define(TAGS, [fraghash_ranges, fraghash_low_bits, fraghash_nif]).
+-define(TAGS, [fraghash_ranges, fraghash_words, fraghash_low_bits, fraghash_nif]).
 
 -include("fraghash_lookup.hrl").
 
@@ -112,6 +114,10 @@ publish(#fraghash_state{table = T, digest = D, bytes = B}) ->
                         {ranges, Shift, W, Buckets} ->
                             {fraghash_ranges, C, Shift, (1 bsl Shift) - 1, W, 2 * W,
                              (1 bsl W) - 1, Buckets, T, Now};
+                        {words, Shift, Words} ->
+                            OBits = 30 - Shift,
+                            {fraghash_words, C, Shift, (1 bsl Shift) - 1, OBits,
+                             (1 bsl OBits) - 1, Words, T, Now};
                         {low_bits, Mask, Half, N} ->
                             {fraghash_low_bits, C, Mask, Half, N, T, Now};
                         none ->

@@ -35,7 +35,8 @@
 -type source() :: env_fraghash_nif_dir | application_priv_dir | beside_ebin.
 -type tried() :: [{source(), file:filename(),
                    not_found | {load_failed, atom(), string()}}].
--type lookup_table() :: {ranges, 0..32, tuple()}
+-type lookup_table() :: {ranges, 0..32, pos_integer(), tuple()}
+                      | {words, 12..29, binary()}
                       | {low_bits, non_neg_integer(), pos_integer(), pos_integer()}
                       | none.
 -export_type([digest/0, change/0, source/0, tried/0, lookup_table/0]).
@@ -168,11 +169,13 @@ digest(_Bytes) -> ?NIF.
 
 
 %% @doc What Erlang reads instead of calling {@link locate/2} for a state,
-%% built from the core's scheme: `{ranges, Shift, Buckets}' for slots and
+%% built from the core's scheme: `{ranges, Shift, W, Buckets}' for slots and
 %% ring (the owner of `H' is element `(H bsr Shift) + 1' of `Buckets' when
 %% that is an integer; a tuple `{Owner0, Start1, Owner1, ...}' when owners
 %% change inside the bucket: the owner of the last start at or below `H'),
-%% `{low_bits, Mask, Half, N}' for linear, `none' for jump. O(table), dirty
+%% `{words, Shift, Words}' for a ring of many points (32-bit words, see the
+%% crate's `lookup_words' module), `{low_bits, Mask, Half, N}' for linear,
+%% `none' for jump. O(table), dirty
 %% CPU.
 -spec lookup_table(digest(), binary()) -> lookup_table().
 lookup_table(_Digest, _Bytes) -> ?NIF.

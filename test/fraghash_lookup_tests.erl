@@ -30,6 +30,8 @@ lookup_test_() ->
                || M <- ?CONVERTED]
               ++ [{timeout, ?T, {"jump: the NIF answers, named by its published marker",
                                  fun jump_through_nif/0}},
+                  {timeout, ?T, {"chash of 40,000 points: the word lookup = core, 400 -> 401 -> 399",
+                                 fun many_points/0}},
                   {timeout, ?T, {"concurrent misses: right answers, published",
                                  fun concurrent_misses/0}},
                   {timeout, ?T, {"a foreign term under the key falls back to the NIF",
@@ -124,6 +126,8 @@ probes(#fraghash_state{scheme = Scheme, digest = D} = S) ->
     Table = case persistent_term:get(K, miss) of
                 {fraghash_ranges, Check, Shift2, OffMask, _W, W2, _OMask, Buckets, _, _} ->
                     bucket_probes(Buckets, Shift2, OffMask, W2);
+                {fraghash_words, Check, Shift2, OffMask, OBits, _OMask, Words, _, _} ->
+                    word_probes(Shift2, OffMask, OBits, Words);
                 {fraghash_low_bits, Check, _Mask, Half, Nl, _, _} ->
                     lists:seq(0, 4 * max(Half, Nl));
                 _ ->
@@ -142,6 +146,53 @@ bucket_probes(Buckets, Shift, OffMask, W2) ->
                     end,
            [First, First + OffMask | lists:append([[X - 1, X] || X <- Inside])]
        end || I <- lists:seq(1, tuple_size(Buckets))]).
+
+%% The first and last hash of every bucket of a word lookup, and both
+%% sides of every segment start inside one (see the NIF's lookup_words).
+word_probes(Shift, OffMask, OBits, Words) ->
+    N = 1 bsl (32 - Shift),
+    <<Buckets:N/binary-unit:32, _/binary>> = Words,
+    lists:append(
+      [begin
+           First = I bsl Shift,
+           Inside = if
+                        E < 16#80000000 -> [];
+                        E < 16#C0000000 -> [First + ((E bsr OBits) band OffMask)];
+                        true ->
+                            J = E band 16#3FFFFFFF,
+                            <<_:J/binary-unit:32, _:32, K:32, Pairs:K/binary-unit:64,
+                              _/binary>> = Words,
+                            [Start || <<Start:32, _:32>> <= Pairs]
+                    end,
+           [First, First + OffMask | lists:append([[X - 1, X] || X <- Inside])]
+       end || {I, E} <- lists:zip(lists:seq(0, N - 1), [E || <<E:32>> <= Buckets])]).
+
+%% A ring of 400 fragments (40,000 points) is looked up in 32-bit words;
+%% checked fresh, after an add (records moving) and after two removals.
+many_points() ->
+    Tab = lookup_many_points,
+    {atomic, ok} = mnesia:create_table(Tab, [{attributes, [k, v]},
+                                             {frag_properties,
+                                              [{n_fragments, 400},
+                                               {hash_module, mnesia_frag_chash},
+                                               {node_pool, [node()]}]}]),
+    ok = mnesia:activity(async_dirty,
+                         fun() -> [mnesia:write({Tab, I, I}) || I <- lists:seq(1, 2000)], ok end,
+                         [], mnesia_frag),
+    check_state(Tab),
+    {_, S, _} = fraghash_frag:hash(Tab),
+    {ok, #fraghash_state{digest = D}} = fraghash_state:decode(S),
+    ?assertMatch({fraghash_words, _, _, _, _, _, _, Tab, _},
+                 persistent_term:get(key(D))),
+    {atomic, ok} = mnesia:change_table_frag(Tab, {add_frag, [node()]}),
+    check_state(Tab),
+    {atomic, ok} = mnesia:change_table_frag(Tab, del_frag),
+    {atomic, ok} = mnesia:change_table_frag(Tab, del_frag),
+    check_state(Tab),
+    ?assertEqual(2000, mnesia:activity(async_dirty,
+                                       fun() -> mnesia:table_info(Tab, size) end,
+                                       [], mnesia_frag)),
+    {atomic, ok} = mnesia:delete_table(Tab).
 
 frag(Tab, 1) -> Tab;
 frag(Tab, N) -> list_to_atom(atom_to_list(Tab) ++ "_frag" ++ integer_to_list(N)).

@@ -34,6 +34,7 @@
 pub mod built;
 pub mod cache;
 pub mod lookup;
+pub mod lookup_words;
 pub mod mnesia;
 pub mod recipe;
 pub mod runs;

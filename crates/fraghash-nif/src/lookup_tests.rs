@@ -7,48 +7,25 @@ const ADD: Op = Op::Add {
     donors: 8,
 };
 
-/// Erlang's computation for linear, as `fraghash_lookup.hrl` does it.
-fn low_bits(mask: u32, half: u32, n: u32, h: u32) -> u32 {
-    let a = h & mask;
-    if a >= n {
-        a - half + 1
-    } else {
-        a + 1
-    }
-}
-
-fn erlang_locate(l: &ErlangLookup, h: u32) -> u32 {
-    match l {
-        ErlangLookup::Ranges(r) => r.locate(h),
-        ErlangLookup::LowBits {
-            mask,
-            half,
-            fragments,
-        } => low_bits(*mask, *half, *fragments, h),
-    }
-}
-
 /// The hashes to compare at: both ends of every slot, both sides of every
-/// segment start and of every bucket edge, and `random` pseudo-random ones
-/// (fixed seed).
-fn probes(s: &AnyScheme, l: &ErlangLookup, random: usize) -> Vec<u32> {
+/// segment start and of every bucket edge (buckets of `shift`), and
+/// `random` pseudo-random ones (fixed seed).
+fn probes(s: &AnyScheme, segments: &[(u32, u32)], shift: u32, random: usize) -> Vec<u32> {
     let mut v = Vec::new();
     if let Some(sl) = s.as_slots() {
-        let shift = 32 - sl.slot_bits();
+        let slot_shift = 32 - sl.slot_bits();
         for slot in 0..sl.slot_count() as u64 {
-            v.push((slot << shift) as u32);
-            v.push((((slot + 1) << shift) - 1) as u32);
+            v.push((slot << slot_shift) as u32);
+            v.push((((slot + 1) << slot_shift) - 1) as u32);
         }
     }
-    if let ErlangLookup::Ranges(r) = l {
-        for (b, bucket) in r.buckets.iter().enumerate() {
-            let first = ((b as u64) << r.shift) as u32;
+    for &(start, _) in segments {
+        v.extend([start, start.wrapping_sub(1), start.wrapping_add(1)]);
+    }
+    if !segments.is_empty() {
+        for b in 0..(1u64 << (32 - shift)) {
+            let first = (b << shift) as u32;
             v.extend([first, first.wrapping_sub(1)]);
-            if let Bucket::Split(_, rest) = bucket {
-                for &(start, _) in rest {
-                    v.extend([start, start - 1, start.wrapping_add(1)]);
-                }
-            }
         }
     }
     let mut rng = SplitMix64::new(0x5eed);
@@ -57,18 +34,34 @@ fn probes(s: &AnyScheme, l: &ErlangLookup, random: usize) -> Vec<u32> {
     v
 }
 
-/// Asserts that the Erlang lookup answers as the core at every probe.
+/// Asserts that the Erlang lookup, and the word layout of the same
+/// segments whatever their number, answer as the core at every probe.
 fn check(r: &Recipe, random: usize) {
     let s = r.build().unwrap();
     let l = ErlangLookup::build(&s, r.fragments_added()).expect("a lookup");
-    for h in probes(&s, &l, random) {
-        assert_eq!(
-            erlang_locate(&l, h),
-            s.locate(widen_phash2(h)) + 1,
-            "{} at {} fragments, H = {h}",
-            s.spec(),
-            s.fragments()
-        );
+    let segments = scheme_segments(&s, r.fragments_added()).unwrap_or_default();
+    let mut lookups = vec![l];
+    if !segments.is_empty() {
+        lookups.push(ErlangLookup::Ranges(RangeIndex::new(&segments)));
+        lookups.push(ErlangLookup::Words(
+            WordIndex::new(&segments).expect("words"),
+        ));
+    }
+    for l in &lookups {
+        let shift = match l {
+            ErlangLookup::Ranges(r) => r.shift,
+            ErlangLookup::Words(w) => w.shift,
+            ErlangLookup::LowBits { .. } => 32,
+        };
+        for h in probes(&s, &segments, shift, random) {
+            assert_eq!(
+                l.locate(h),
+                s.locate(widen_phash2(h)) + 1,
+                "{} at {} fragments, H = {h}",
+                s.spec(),
+                s.fragments()
+            );
+        }
     }
 }
 
@@ -171,4 +164,55 @@ fn index_layout() {
         panic!("slots gives ranges");
     };
     assert_eq!(r.buckets.len(), 8192);
+}
+
+#[test]
+fn many_ring_points_use_words() {
+    // 400 fragments of 100 points: past WORDS_ABOVE_SEGMENTS, so the words.
+    let mut r = Recipe::new("ring", 400, &[]).unwrap();
+    let s = r.build().unwrap();
+    let Some(ErlangLookup::Words(w)) = ErlangLookup::build(&s, r.fragments_added()) else {
+        panic!("a ring of 40,000 points gives words");
+    };
+    // One bucket per segment, rounded up to a power of two.
+    assert_eq!(w.shift, 32 - 16);
+    check(&r, 300_000);
+    r.push(ADD);
+    check(&r, 300_000);
+    r.push(Op::DelLast);
+    r.push(Op::DelLast);
+    check(&r, 300_000);
+}
+
+#[test]
+fn words_layout() {
+    // Eight buckets of 2^29 (shift 29, owners in 1 bit: too few for the
+    // owner 2, so type B needs owner 1).
+    let b = 1u32 << 29;
+    let segments = [
+        (0, 1),          // bucket 0: owner 1 throughout
+        (b + 5, 2),      // bucket 1: one start, bucket 2 begins with owner 2
+        (3 * b + 7, 3),  // bucket 3: one start, then bucket 4 begins a new segment
+        (4 * b, 1),      // bucket 4 starts with owner 1
+        (4 * b + 9, 2),  // bucket 4: two starts
+        (4 * b + 11, 3), //
+    ];
+    let w = WordIndex::new(&segments).unwrap();
+    assert_eq!(w.shift, 29);
+    // Type A, type B (offset 5 above one owner bit), type A.
+    assert_eq!(w.words[0], 1);
+    assert_eq!(w.words[1], 0b10 << 30 | 5 << 1 | 1);
+    assert_eq!(w.words[2], 2);
+    // Bucket 3's start is followed by a segment starting bucket 4: an
+    // overflow record at word 8 (after the eight buckets).
+    assert_eq!(w.words[3], 0b11 << 30 | 8);
+    assert_eq!(w.words[8..12], [2, 1, 3 * b + 7, 3]);
+    assert_eq!(w.words[4], 0b11 << 30 | 12);
+    assert_eq!(w.words[12..18], [1, 2, 4 * b + 9, 2, 4 * b + 11, 3]);
+    let at = |h: u32| w.locate(h);
+    assert_eq!((at(0), at(b + 4), at(b + 5), at(2 * b)), (1, 1, 2, 2));
+    assert_eq!((at(3 * b + 6), at(3 * b + 7), at(4 * b)), (2, 3, 1));
+    assert_eq!((at(4 * b + 10), at(4 * b + 11), at(u32::MAX)), (2, 3, 3));
+    // Big-endian bytes, as Erlang reads them.
+    assert_eq!(w.to_be_bytes()[..8], [0, 0, 0, 1, 0x80, 0, 0, 0x0b]);
 }

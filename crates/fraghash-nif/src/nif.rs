@@ -26,6 +26,7 @@ mod atoms {
         weights,
         none,
         ranges,
+        words,
         low_bits,
     }
 }
@@ -217,7 +218,9 @@ fn info<'a>(env: Env<'a>, digest: Binary<'a>, bytes: Term<'a>) -> NifResult<Term
 
 /// What Erlang reads instead of calling `locate/2` for this state
 /// ([`crate::lookup`]): `{ranges, Shift, W, Buckets}` (`slots`, `ring`),
-/// `{low_bits, Mask, Half, N}` (`linear`) or `none` (`jump`). In `Buckets`
+/// `{words, Shift, Binary}` (a ring of many points, see
+/// [`crate::lookup_words`]), `{low_bits, Mask, Half, N}` (`linear`) or
+/// `none` (`jump`). In `Buckets`
 /// (a tuple of `2^(32 - Shift)` elements) an element is the owner of its
 /// whole bucket (a positive integer), two owners packed in a negative
 /// integer ([`crate::lookup::RangeIndex::packed`], owners of `W` bits), or
@@ -237,6 +240,13 @@ fn lookup_table<'a>(env: Env<'a>, digest: Binary<'a>, bytes: Term<'a>) -> NifRes
                 half,
                 fragments,
             }) => (atoms::low_bits(), mask, half, fragments).encode(env),
+            Some(ErlangLookup::Words(w)) => {
+                let bytes = w.to_be_bytes();
+                let mut bin = NewBinary::new(env, bytes.len());
+                bin.as_mut_slice().copy_from_slice(&bytes);
+                let bin: Binary = bin.into();
+                (atoms::words(), w.shift, bin).encode(env)
+            }
             Some(ErlangLookup::Ranges(r)) => {
                 let buckets: Vec<Term> = r
                     .buckets
