@@ -2,32 +2,46 @@
 %%
 %% Mnesia copies a table's hash state out of ets on every read and write
 %% (`mnesia_frag' reads `{Tab, frag_hash}' from `mnesia_gvar'), so the state
-%% Mnesia holds is one binary: a binary of at most 64 bytes is copied as one
-%% flat object, where a record costs a copy of each field. Measured on OTP 25
-%% (ets copy plus the lookup, per operation): 18 ns above
-%% `mnesia_frag_hash''s state, against 28 ns for a record of the same fields
-%% and 58 ns for a record that also held the options list and two binaries.
+%% Mnesia holds is one binary, which is copied as one object, where a record
+%% costs a copy of each field (measured on OTP 25, ets copy plus the lookup,
+%% per operation: 18 ns above `mnesia_frag_hash''s state, against 28 ns for
+%% a record of the same fields and 58 ns for a record that also held the
+%% options list and two binaries).
 %%
-%% Layout (`fraghash_mnesia:encode/1', `fraghash_mnesia:decode/1'):
+%% Layout (`fraghash_state:encode/2', `fraghash_state:decode/1'):
 %%
-%%   <<"fh", 1, Scheme:8, Key:64, Check:64, N:32,
+%%   <<"fh", 1, Scheme:8, Key:64, Check:64, N:32, Kind:8, A:32, Z:32,
 %%     TabLen:16, Tab:TabLen/binary, OptsLen:16, Opts:OptsLen/binary,
-%%     Recipe/binary>>
+%%     RecipeLen:32, Recipe:RecipeLen/binary, Words/binary>>
 %%
 %% `Key' and `Check' are the top 59 bits of the two halves of the recipe's
-%% digest, so both are small integers: `Key' is the persistent_term key of
-%% the state's published lookup and `Check' is repeated in the published
-%% value, so a lookup reads only the first 20 bytes and checks 118 bits of
-%% the digest. `Scheme' is 1 slots, 2 chash, 3 jump, 4 linear; `Opts' is
-%% `term_to_binary' of the options that differ from the defaults, or empty;
-%% `Recipe' is the NIF's recipe (the new table the state started as, then
-%% its add_frags and del_frags; a few dozen bytes). A fresh table whose name
-%% is up to 16 bytes long has a state of at most 64 bytes.
+%% digest, so both are small integers. `Scheme' is 1 slots, 2 chash, 3
+%% jump, 4 linear; `Opts' is `term_to_binary' of the options that differ
+%% from the defaults, or empty; `Recipe' is the NIF's recipe (the new table
+%% the state started as, then its add_frags and del_frags; a few dozen
+%% bytes).
+%%
+%% `Kind' says where a lookup finds the fragment of a hash:
+%% <ul>
+%% <li>words (1): in the state itself. `Words' are the 32-bit words of the
+%% crate's `lookup_words' layout, two buckets per segment, `A' their shift
+%% and `Z' their byte offset in the state: a lookup reads one word of the
+%% binary it already has, and touches nothing else. Chosen while the words
+%% take at most ?FRAGHASH_INLINE_MAX_BYTES.</li>
+%% <li>low bits (2): linear's `Mask' (`A') and `Half' (`Z').</li>
+%% <li>none (0): in the lookup published under `Key' (a persistent term,
+%% see `fraghash_lookup'), whose value repeats `Check'. For jump, and for
+%% tables whose words would be larger: a state over 64 bytes is
+%% reference-counted, and each copy adds its size to the copying process's
+%% binary heap, which costs garbage collections.</li>
+%% </ul>
 
 -define(FRAGHASH_STATE_LAYOUT, 1).
-
-%% The part of a state a lookup reads.
--define(FRAGHASH_STATE_HEAD(Key, Check), <<"fh", 1, _:8, Key:64, Check:64, _/binary>>).
+-define(FRAGHASH_STATE_HEAD_BYTES, 33).
+-define(FRAGHASH_INLINE_NONE, 0).
+-define(FRAGHASH_INLINE_WORDS, 1).
+-define(FRAGHASH_INLINE_LOW_BITS, 2).
+-define(FRAGHASH_INLINE_MAX_BYTES, 2048).
 
 %% A state, decoded (cold paths only: add_frag, del_frag, publishing, info).
 %% `digest' is the xxh3-128 digest of `bytes', the recipe, which is what the

@@ -2,21 +2,23 @@
 %% (see fraghash_callbacks.hrl) so that a lookup is one local call, and
 %% into `fraghash_lookup'. Needs fraghash.hrl.
 %%
-%% No NIF call for slots, chash and linear: the NIF built the state's
-%% lookup table once (from the core's scheme) and `fraghash_lookup'
-%% published it as a persistent term under the state's `Key', which Erlang
-%% reads in place, without copying. A lookup is then `phash2',
-%% `persistent_term:get/2' (a small-integer key: 12 ns measured, against 24
-%% for the 16-byte digest), a shift and one `element/2' (then a little
-%% arithmetic where two owners meet inside a bucket, or a short scan of a
-%% small tuple where more do; for a ring of many points, a 32-bit word read
-%% from a binary). The published value repeats the state's
-%% `Check', matched here, so a value published for another state (or
-%% another application's term under the same key) is never read as this
-%% state's. The first lookup of a state on a node finds nothing and
-%% publishes it (`fraghash_lookup:publish_locate/2'). Jump's answer comes
-%% from 64-bit mixing that Erlang would do in bignums: its published value
-%% names the digest the NIF's `locate' takes.
+%% No NIF call for slots, chash and linear. The NIF built the state's
+%% lookup once, from the core's scheme, and it is read where it lies:
+%% <ul>
+%% <li>in the state itself, which Mnesia has just copied for this call
+%% (linear's two parameters, or the words of a table that fits in
+%% ?FRAGHASH_INLINE_MAX_BYTES): one word read, nothing else touched;</li>
+%% <li>else in the persistent term published under the state's `Key' (a
+%% small integer; `fraghash_lookup' publishes it on the first lookup of the
+%% state on the node): `persistent_term:get/2', then a shift and one
+%% `element/2' of a tuple of buckets (a little arithmetic where two owners
+%% meet inside a bucket, a short scan where more do), or one word of a
+%% binary for a ring of many points. The value repeats the state's `Check',
+%% matched here, so a value published for another state (or another
+%% application's term under the same key) is never read as this state's.
+%% Jump's answer comes from 64-bit mixing that Erlang would do in bignums:
+%% its published value names the digest the NIF's `locate' takes.</li>
+%% </ul>
 
 %% The fragment (1-based) of hash `H' in state `S': O(1) at any fragment
 %% count. The state's head is matched in the body, not the clause head: a
@@ -24,7 +26,19 @@
 %% made the compiler rebuild it on every call (10 ns measured).
 fraghash_locate(S, H) ->
     case S of
-        ?FRAGHASH_STATE_HEAD(K, C) ->
+        <<"fh", 1, _:8, _:128, _:32, ?FRAGHASH_INLINE_WORDS, Shift:32, Off:32, _/binary>> ->
+            P = Off + ((H bsr Shift) bsl 2),
+            <<_:P/binary, E:32, _/binary>> = S,
+            if
+                E < 16#80000000 -> E;
+                true -> fraghash_word_owner(E, P, H, Shift, Off, S)
+            end;
+        <<"fh", 1, _:8, _:128, N:32, ?FRAGHASH_INLINE_LOW_BITS, Mask:32, Half:32, _/binary>> ->
+            case H band Mask of
+                A when A >= N -> A - Half + 1;
+                A -> A + 1
+            end;
+        <<"fh", 1, _:8, K:64, C:64, _/binary>> ->
             case persistent_term:get(K, miss) of
                 {fraghash_ranges, C, Shift, OffMask, W, W2, OMask, Buckets, _, _} ->
                     case element((H bsr Shift) + 1, Buckets) of
@@ -33,17 +47,12 @@ fraghash_locate(S, H) ->
                             fraghash_packed_owner(-Packed, H, OffMask, W, W2, OMask);
                         Split -> fraghash_split_owner(Split, H, 2)
                     end;
-                {fraghash_words, C, Shift, OffMask, OBits, OMask, Words, _, _} ->
-                    I = H bsr Shift,
-                    <<_:I/binary-unit:32, E:32, _/binary>> = Words,
+                {fraghash_words, C, Shift, Words, _, _} ->
+                    P = (H bsr Shift) bsl 2,
+                    <<_:P/binary, E:32, _/binary>> = Words,
                     if
                         E < 16#80000000 -> E;
-                        true -> fraghash_word_owner(E, I, H, OffMask, OBits, OMask, Words)
-                    end;
-                {fraghash_low_bits, C, Mask, Half, N, _, _} ->
-                    case H band Mask of
-                        A when A >= N -> A - Half + 1;
-                        A -> A + 1
+                        true -> fraghash_word_owner(E, P, H, Shift, 0, Words)
                     end;
                 {fraghash_nif, C, D, _, _} ->
                     case fraghash_nif:locate(D, H) of
@@ -73,29 +82,33 @@ fraghash_split_owner(Split, H, I) when I < tuple_size(Split), element(I, Split) 
 fraghash_split_owner(Split, _H, I) ->
     element(I - 1, Split).
 
-%% A bucket word past the first kind (see the NIF's lookup_words module):
-%% one segment start inside the bucket, whose owner is the next bucket's
-%% first owner, or an overflow record of several.
-fraghash_word_owner(E, I, H, OffMask, OBits, OMask, Words) when E < 16#C0000000 ->
+%% A bucket word past the first kind (see the NIF's lookup_words module),
+%% `E' at byte `P' of `Bin', in words that begin at byte `Base': one
+%% segment start inside the bucket, whose owner is the next bucket's first
+%% owner, or an overflow record of several.
+fraghash_word_owner(E, P, H, Shift, Base, Bin) when E < 16#C0000000 ->
+    OBits = 30 - Shift,
+    OffMask = (1 bsl Shift) - 1,
     case H band OffMask >= (E bsr OBits) band OffMask of
         true ->
-            I1 = I + 1,
-            <<_:I1/binary-unit:32, E1:32, _/binary>> = Words,
-            fraghash_word_first_owner(E1, OMask, Words);
+            P1 = P + 4,
+            <<_:P1/binary, E1:32, _/binary>> = Bin,
+            fraghash_word_first_owner(E1, OBits, Base, Bin);
         false ->
-            E band OMask
+            E band ((1 bsl OBits) - 1)
     end;
-fraghash_word_owner(E, _I, H, _OffMask, _OBits, _OMask, Words) ->
-    J = E band 16#3FFFFFFF,
-    <<_:J/binary-unit:32, Owner0:32, K:32, Pairs/binary>> = Words,
+fraghash_word_owner(E, _P, H, _Shift, Base, Bin) ->
+    J = Base + ((E band 16#3FFFFFFF) bsl 2),
+    <<_:J/binary, Owner0:32, K:32, Pairs/binary>> = Bin,
     fraghash_word_scan(Pairs, K, H, Owner0).
 
 %% The owner at a bucket's first hash, from its word.
-fraghash_word_first_owner(E, _OMask, _Words) when E < 16#80000000 -> E;
-fraghash_word_first_owner(E, OMask, _Words) when E < 16#C0000000 -> E band OMask;
-fraghash_word_first_owner(E, _OMask, Words) ->
-    J = E band 16#3FFFFFFF,
-    <<_:J/binary-unit:32, Owner0:32, _/binary>> = Words,
+fraghash_word_first_owner(E, _OBits, _Base, _Bin) when E < 16#80000000 -> E;
+fraghash_word_first_owner(E, OBits, _Base, _Bin) when E < 16#C0000000 ->
+    E band ((1 bsl OBits) - 1);
+fraghash_word_first_owner(E, _OBits, Base, Bin) ->
+    J = Base + ((E band 16#3FFFFFFF) bsl 2),
+    <<_:J/binary, Owner0:32, _/binary>> = Bin,
     Owner0.
 
 %% The owner of the last of `K' `(Start, Owner)' pairs whose start is at or

@@ -1,5 +1,6 @@
 %% @doc Published lookups: how a fraghash hash module answers
-%% `key_to_frag_number' without a NIF call.
+%% `key_to_frag_number' without a NIF call for a state too large to carry
+%% its own lookup.
 %%
 %% A state's lookup table (built by the NIF from the core's scheme, see
 %% `fraghash_nif:lookup_table/2') is published as the persistent term
@@ -10,10 +11,11 @@
 %% followed by the table name and the publishing time:
 %% `{fraghash_ranges, Check, Shift, OffMask, W, 2W, OwnerMask, Buckets,
 %% Table, Published}' (slots, chash), `{fraghash_words, Check, Shift,
-%% OffMask, OwnerBits, OwnerMask, Words, Table, Published}' (chash of many
-%% points: 32-bit words in a binary), `{fraghash_low_bits, Check, Mask,
-%% Half, N, Table, Published}' (linear) or `{fraghash_nif, Check, Digest,
-%% Table, Published}' (jump: the NIF answers).
+%% Words, Table, Published}' (chash of many points: 32-bit words in a
+%% binary) or `{fraghash_nif, Check, Digest, Table, Published}' (jump: the
+%% NIF answers). States whose lookup fits in the state itself (linear's,
+%% and the words of small slots and chash tables, see
+%% `include/fraghash.hrl') are never published.
 %%
 %% Replacing or erasing a persistent term makes the VM scan every
 %% process's heap, so publishing is rare and bounded:
@@ -45,7 +47,7 @@
 -define(KEEP_PER_TABLE, 2).
 -define(STALE_MS, 60000).
 -define(PUBLISHER, fraghash_lookup_publisher).
--define(TAGS, [fraghash_ranges, fraghash_words, fraghash_low_bits, fraghash_nif]).
+-define(TAGS, [fraghash_ranges, fraghash_words, fraghash_nif]).
 
 -include("fraghash_lookup.hrl").
 
@@ -61,7 +63,7 @@ locate_hash(S, H) -> fraghash_locate(S, H).
 %% the same published lookup. Aborts on anything that is not a state.
 -spec locate_legacy(#fraghash_state{}, 0..4294967295) -> pos_integer().
 locate_legacy(S, H) ->
-    fraghash_locate(fraghash_state:encode(fraghash_mnesia:decode(S)), H).
+    fraghash_locate(fraghash_mnesia:encode(fraghash_mnesia:decode(S)), H).
 
 %% @doc The miss path of a lookup: publishes the state's lookup table (when
 %% no other process is publishing one), then answers through the NIF, which
@@ -115,12 +117,10 @@ publish(#fraghash_state{table = T, digest = D, bytes = B}) ->
                             {fraghash_ranges, C, Shift, (1 bsl Shift) - 1, W, 2 * W,
                              (1 bsl W) - 1, Buckets, T, Now};
                         {words, Shift, Words} ->
-                            OBits = 30 - Shift,
-                            {fraghash_words, C, Shift, (1 bsl Shift) - 1, OBits,
-                             (1 bsl OBits) - 1, Words, T, Now};
-                        {low_bits, Mask, Half, N} ->
-                            {fraghash_low_bits, C, Mask, Half, N, T, Now};
-                        none ->
+                            {fraghash_words, C, Shift, Words, T, Now};
+                        _NoTable ->
+                            %% jump (linear states carry their lookup and
+                            %% are not published).
                             {fraghash_nif, C, D, T, Now}
                     end,
             ok = persistent_term:put(K, Value),

@@ -22,7 +22,7 @@
 
 -export([init_state/3, add_frag/2, del_frag/2, key_to_frag_number/2,
          match_spec_to_frag_numbers/2, info/1, module_of/1]).
--export([decode/1, nif/1, built_dir/0]).
+-export([encode/1, decode/1, nif/1, built_dir/0]).
 
 -type scheme() :: slots | chash | jump | linear.
 -export_type([scheme/0]).
@@ -47,8 +47,8 @@
 init_state(Scheme, Tab, State) ->
     Opts = options(Scheme, State),
     {D, B} = nif(fun() -> fraghash_nif:fresh_state(spec(Scheme, Opts), 1, weights(1, Opts)) end),
-    fraghash_state:encode(#fraghash_state{scheme = Scheme, table = Tab, n = 1, opts = Opts,
-                                          digest = D, bytes = B}).
+    encode(#fraghash_state{scheme = Scheme, table = Tab, n = 1, opts = Opts,
+                           digest = D, bytes = B}).
 
 %% @doc `add_frag/1' of scheme `Scheme': `{NewState, IterFrags, LockFrags}'
 %% where `IterFrags' are exactly the fragments that can lose records.
@@ -94,7 +94,7 @@ add_decoded(Scheme, #fraghash_state{scheme = Scheme, n = N, opts = Opts,
                         nif(fun() -> fraghash_nif:add_frag(D, B, W, donors(Opts)) end)
                 end
         end,
-    {fraghash_state:encode(S#fraghash_state{n = N1, digest = D2, bytes = B2}), Iter, Lock}.
+    {encode(S#fraghash_state{n = N1, digest = D2, bytes = B2}), Iter, Lock}.
 
 
 %% @doc `del_frag/1' of scheme `Scheme': removes the last fragment;
@@ -102,17 +102,17 @@ add_decoded(Scheme, #fraghash_state{scheme = Scheme, n = N, opts = Opts,
 -spec del_frag(scheme(), fraghash_state:encoded()) ->
           {fraghash_state:encoded(), [pos_integer()], [pos_integer()]}.
 del_frag(Scheme, State) ->
-    del_decoded(Scheme, decode(Scheme, State)).
+    case decode(Scheme, State) of
+        #fraghash_state{n = N} = S when N > 1 -> del_decoded(S);
+        %% Mnesia does not remove a table's only fragment; a direct call might.
+        _ -> bad_state(Scheme, State)
+    end.
 
-del_decoded(Scheme, #fraghash_state{scheme = Scheme, n = N, digest = D, bytes = B} = S)
-  when N > 1 ->
+del_decoded(#fraghash_state{digest = D, bytes = B, n = N} = S) ->
     ok = refuse_unsafe_change(S, del_frag),
     ok = built_dir(),
     {D2, B2, Iter, Lock} = nif(fun() -> fraghash_nif:del_frag(D, B) end),
-    {fraghash_state:encode(S#fraghash_state{n = N - 1, digest = D2, bytes = B2}), Iter, Lock};
-del_decoded(Scheme, Last) ->
-    %% Mnesia does not remove a table's only fragment; a direct call might.
-    bad_state(Scheme, fraghash_state:encode(Last)).
+    {encode(S#fraghash_state{n = N - 1, digest = D2, bytes = B2}), Iter, Lock}.
 
 %% @doc The fragment of a key in a state (the hash modules compile the
 %% same lookup in; see `fraghash_lookup').
@@ -144,6 +144,15 @@ match_spec_to_frag_numbers(S, MatchSpec) ->
 info(State) ->
     #fraghash_state{opts = Opts, digest = D, bytes = B} = decode(State),
     maps:put(opts, Opts, nif(fun() -> fraghash_nif:info(D, B) end)).
+
+%% @doc The binary Mnesia holds for a decoded state: the state carries its
+%% own lookup when that takes at most ?FRAGHASH_INLINE_MAX_BYTES (see
+%% `include/fraghash.hrl').
+-spec encode(#fraghash_state{}) -> fraghash_state:encoded().
+encode(#fraghash_state{digest = D, bytes = B} = S) ->
+    ok = built_dir(),
+    Inline = nif(fun() -> fraghash_nif:inline_table(D, B, ?FRAGHASH_INLINE_MAX_BYTES) end),
+    fraghash_state:encode(S, Inline).
 
 %% @doc The decoded form of a state Mnesia holds (either form, see
 %% `fraghash_state'); aborts the transaction when it is not one.

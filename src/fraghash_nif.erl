@@ -22,7 +22,8 @@
 -module(fraghash_nif).
 
 -export([fresh_state/3, locate/2, load_locate/3, add_frag/4, split_frag/3, del_frag/2,
-         info/2, cache_stats/0, digest/1, set_built_dir/1, lookup_table/2]).
+         info/2, cache_stats/0, digest/1, set_built_dir/1, lookup_table/2,
+         inline_table/3]).
 -export([load_status/0]).
 
 -on_load(init/0).
@@ -179,3 +180,13 @@ digest(_Bytes) -> ?NIF.
 %% CPU.
 -spec lookup_table(digest(), binary()) -> lookup_table().
 lookup_table(_Digest, _Bytes) -> ?NIF.
+
+%% @doc The lookup a hash state carries inside itself, when it takes at
+%% most `MaxBytes': `{words, Shift, Words}' (32-bit words, two buckets per
+%% segment, see the crate's `lookup_words' module) for slots and ring,
+%% `{low_bits, Mask, Half, N}' for linear, `none' for jump or a larger
+%% table. O(table), dirty CPU.
+-spec inline_table(digest(), binary(), non_neg_integer()) ->
+          {words, 0..29, binary()} | {low_bits, non_neg_integer(), pos_integer(), pos_integer()}
+          | none.
+inline_table(_Digest, _Bytes, _MaxBytes) -> ?NIF.

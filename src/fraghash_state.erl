@@ -11,34 +11,54 @@
 
 -include("fraghash.hrl").
 
--export([encode/1, decode/1, key_of_digest/1]).
+-export([encode/2, decode/1, key_of_digest/1]).
 
 -type encoded() :: binary().
--export_type([encoded/0]).
+%% What a state carries of its own lookup (`fraghash_nif:inline_table/3').
+-type inline() :: none | {words, 0..29, binary()}
+                | {low_bits, non_neg_integer(), pos_integer(), pos_integer()}.
+-export_type([encoded/0, inline/0]).
 
-%% @doc The binary Mnesia holds for a decoded state.
--spec encode(#fraghash_state{}) -> encoded().
+%% @doc The binary Mnesia holds for a decoded state and the lookup it
+%% carries.
+-spec encode(#fraghash_state{}, inline()) -> encoded().
 encode(#fraghash_state{scheme = Scheme, table = Tab, n = N, opts = Opts, digest = D,
-                       bytes = B}) ->
+                       bytes = B}, Inline) ->
     {Key, Check} = key_of_digest(D),
     TabBin = atom_to_binary(Tab, utf8),
     OptsBin = case Opts of
                   [] -> <<>>;
                   _ -> term_to_binary(Opts)
               end,
-    <<"fh", ?FRAGHASH_STATE_LAYOUT, (scheme_code(Scheme)):8, Key:64, Check:64, N:32,
-      (byte_size(TabBin)):16, TabBin/binary, (byte_size(OptsBin)):16, OptsBin/binary,
-      B/binary>>.
+    Body = <<(byte_size(TabBin)):16, TabBin/binary, (byte_size(OptsBin)):16, OptsBin/binary,
+             (byte_size(B)):32, B/binary>>,
+    Head = fun(Kind, A, Z) ->
+                   <<"fh", ?FRAGHASH_STATE_LAYOUT, (scheme_code(Scheme)):8, Key:64, Check:64,
+                     N:32, Kind:8, A:32, Z:32>>
+           end,
+    case Inline of
+        none ->
+            <<(Head(?FRAGHASH_INLINE_NONE, 0, 0))/binary, Body/binary>>;
+        {low_bits, Mask, Half, N} ->
+            <<(Head(?FRAGHASH_INLINE_LOW_BITS, Mask, Half))/binary, Body/binary>>;
+        {words, Shift, Words} ->
+            Off = ?FRAGHASH_STATE_HEAD_BYTES + byte_size(Body),
+            <<(Head(?FRAGHASH_INLINE_WORDS, Shift, Off))/binary, Body/binary, Words/binary>>
+    end.
 
 %% @doc The decoded form of a state: `{ok, State}', or `{error, Why}' when
 %% the term is not a fraghash hash state or is damaged. Needs the NIF (for
 %% the recipe's digest).
 -spec decode(term()) -> {ok, #fraghash_state{}} | {error, term()}.
-decode(<<"fh", ?FRAGHASH_STATE_LAYOUT, Code:8, Key:64, Check:64, N:32,
+decode(<<"fh", ?FRAGHASH_STATE_LAYOUT, Code:8, Key:64, Check:64, N:32, Kind:8, _A:32, Z:32,
          TabLen:16, TabBin:TabLen/binary, OptsLen:16, OptsBin:OptsLen/binary,
-         B/binary>>) when N >= 1 ->
-    case {scheme(Code), opts(OptsBin)} of
-        {{ok, Scheme}, {ok, Opts}} ->
+         BLen:32, B:BLen/binary, Inline/binary>> = S) when N >= 1 ->
+    InlineOk = case Kind of
+                   ?FRAGHASH_INLINE_WORDS -> Z =:= byte_size(S) - byte_size(Inline);
+                   _ -> Inline =:= <<>>
+               end,
+    case {scheme(Code), opts(OptsBin), InlineOk} of
+        {{ok, Scheme}, {ok, Opts}, true} ->
             D = fraghash_nif:digest(B),
             case key_of_digest(D) of
                 {Key, Check} ->

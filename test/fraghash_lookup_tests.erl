@@ -90,12 +90,16 @@ check_state(Tab) ->
     {Mod, S, N} = fraghash_frag:hash(Tab),
     {ok, #fraghash_state{digest = D, bytes = B, n = N} = R} = fraghash_state:decode(S),
     _ = Mod:key_to_frag_number(S, first),
-    ?assert(lists:keymember(key(D), 2, fraghash_lookup:published())),
-    Bad = [{H, E, C} || H <- probes(R),
+    %% Carried in the state, or published on first use.
+    ?assert(inline_kind(S) =/= ?FRAGHASH_INLINE_NONE
+            orelse lists:keymember(key(D), 2, fraghash_lookup:published())),
+    Bad = [{H, E, C} || H <- probes(R, S),
                         E <- [fraghash_lookup:locate_hash(S, H)],
                         C <- [core(D, B, H)],
                         E =/= C],
     ?assertEqual({Mod, N, []}, {Mod, N, lists:sublist(Bad, 5)}).
+
+inline_kind(<<"fh", 1, _:8, _:128, _:32, Kind:8, _/binary>>) -> Kind.
 
 %% The core's answer, through the NIF (its cached scheme: the normal
 %% scheduler's locate, building the scheme on a dirty one on a miss).
@@ -106,32 +110,39 @@ core(D, B, H) ->
     end.
 
 %% The hashes to check: both ends of every slot (slots); the first and last
-%% hash of every bucket of the published table, and both sides of every
-%% point inside a bucket where the owner changes (slots, chash); the low
-%% hashes where linear's two branches meet; and ?RANDOM pseudo-random ones
-%% (fixed seed).
-probes(#fraghash_state{scheme = Scheme, digest = D} = S) ->
+%% hash of every bucket of the lookup, carried or published, and both sides
+%% of every point inside a bucket where the owner changes (slots, chash);
+%% the low hashes where linear's two branches meet; and ?RANDOM
+%% pseudo-random ones (fixed seed).
+probes(#fraghash_state{scheme = Scheme, digest = D} = R, S) ->
     {K, Check} = fraghash_state:key_of_digest(D),
     rand:seed(exsss, {11, 22, 33}),
     Random = [rand:uniform(1 bsl 32) - 1 || _ <- lists:seq(1, ?RANDOM)],
     Slots = case Scheme of
                 slots ->
-                    #{slot_bits := Bits} = fraghash_mnesia:info(S),
+                    #{slot_bits := Bits} = fraghash_mnesia:info(R),
                     Shift = 32 - Bits,
                     lists:append([[I bsl Shift, ((I + 1) bsl Shift) - 1]
                                   || I <- lists:seq(0, (1 bsl Bits) - 1)]);
                 _ ->
                     []
             end,
-    Table = case persistent_term:get(K, miss) of
-                {fraghash_ranges, Check, Shift2, OffMask, _W, W2, _OMask, Buckets, _, _} ->
-                    bucket_probes(Buckets, Shift2, OffMask, W2);
-                {fraghash_words, Check, Shift2, OffMask, OBits, _OMask, Words, _, _} ->
-                    word_probes(Shift2, OffMask, OBits, Words);
-                {fraghash_low_bits, Check, _Mask, Half, Nl, _, _} ->
+    Table = case S of
+                <<"fh", 1, _:8, _:128, _:32, ?FRAGHASH_INLINE_WORDS, Shift1:32, Off:32,
+                  _/binary>> ->
+                    word_probes(Shift1, Off, S);
+                <<"fh", 1, _:8, _:128, Nl:32, ?FRAGHASH_INLINE_LOW_BITS, _Mask:32, Half:32,
+                  _/binary>> ->
                     lists:seq(0, 4 * max(Half, Nl));
                 _ ->
-                    []
+                    case persistent_term:get(K, miss) of
+                        {fraghash_ranges, Check, Shift2, OffMask, _W, W2, _OMask, Buckets, _, _} ->
+                            bucket_probes(Buckets, Shift2, OffMask, W2);
+                        {fraghash_words, Check, Shift2, Words, _, _} ->
+                            word_probes(Shift2, 0, Words);
+                        _ ->
+                            []
+                    end
             end,
     Random ++ Slots ++ Table.
 
@@ -147,11 +158,14 @@ bucket_probes(Buckets, Shift, OffMask, W2) ->
            [First, First + OffMask | lists:append([[X - 1, X] || X <- Inside])]
        end || I <- lists:seq(1, tuple_size(Buckets))]).
 
-%% The first and last hash of every bucket of a word lookup, and both
-%% sides of every segment start inside one (see the NIF's lookup_words).
-word_probes(Shift, OffMask, OBits, Words) ->
+%% The first and last hash of every bucket of a word lookup (words from
+%% byte `Base' of `Bin'), and both sides of every segment start inside one
+%% (see the NIF's lookup_words).
+word_probes(Shift, Base, Bin) ->
     N = 1 bsl (32 - Shift),
-    <<Buckets:N/binary-unit:32, _/binary>> = Words,
+    OBits = 30 - Shift,
+    OffMask = (1 bsl Shift) - 1,
+    <<_:Base/binary, Buckets:N/binary-unit:32, _/binary>> = Bin,
     lists:append(
       [begin
            First = I bsl Shift,
@@ -159,9 +173,9 @@ word_probes(Shift, OffMask, OBits, Words) ->
                         E < 16#80000000 -> [];
                         E < 16#C0000000 -> [First + ((E bsr OBits) band OffMask)];
                         true ->
-                            J = E band 16#3FFFFFFF,
-                            <<_:J/binary-unit:32, _:32, K:32, Pairs:K/binary-unit:64,
-                              _/binary>> = Words,
+                            J = Base + 4 * (E band 16#3FFFFFFF),
+                            <<_:J/binary, _:32, K:32, Pairs:K/binary-unit:64,
+                              _/binary>> = Bin,
                             [Start || <<Start:32, _:32>> <= Pairs]
                     end,
            [First, First + OffMask | lists:append([[X - 1, X] || X <- Inside])]
@@ -182,8 +196,7 @@ many_points() ->
     check_state(Tab),
     {_, S, _} = fraghash_frag:hash(Tab),
     {ok, #fraghash_state{digest = D}} = fraghash_state:decode(S),
-    ?assertMatch({fraghash_words, _, _, _, _, _, _, Tab, _},
-                 persistent_term:get(key(D))),
+    ?assertMatch({fraghash_words, _, _, _, Tab, _}, persistent_term:get(key(D))),
     {atomic, ok} = mnesia:change_table_frag(Tab, {add_frag, [node()]}),
     check_state(Tab),
     {atomic, ok} = mnesia:change_table_frag(Tab, del_frag),
@@ -232,7 +245,8 @@ concurrent_misses() ->
 %% key's 59 bits but not the check's) is not read as one, nor replaced:
 %% the lookup asks the NIF.
 foreign_entry() ->
-    S = grow(mnesia_frag_slots, mnesia_frag_slots:init_state(lookup_foreign, undefined), 4),
+    %% 200 fragments of 100 points: too large to carry, so published.
+    S = grow(mnesia_frag_chash, mnesia_frag_chash:init_state(lookup_foreign, undefined), 199),
     {ok, #fraghash_state{digest = D, bytes = B}} = fraghash_state:decode(S),
     {K, C} = fraghash_state:key_of_digest(D),
     Hs = [erlang:phash2(I, 1 bsl 32) || I <- lists:seq(1, 1000)],
@@ -242,7 +256,7 @@ foreign_entry() ->
       fun(Term) ->
               persistent_term:put(K, Term),
               try
-                  Got = [mnesia_frag_slots:key_to_frag_number(S, I) || I <- lists:seq(1, 1000)],
+                  Got = [mnesia_frag_chash:key_to_frag_number(S, I) || I <- lists:seq(1, 1000)],
                   ?assertEqual([core(D, B, H) || H <- Hs], Got),
                   ?assertNotEqual(lists:duplicate(1000, 5), Got),
                   ?assertEqual(Term, persistent_term:get(K))

@@ -33,7 +33,7 @@ mnesia_test_() ->
                               fun options/0}},
                {timeout, ?T, {"corrupt hash_state raises, VM survives",
                               fun corrupt_state/0}},
-               {timeout, ?T, {"hash_state: small binary; the earlier record form still works",
+               {timeout, ?T, {"hash_state: one binary, carrying small lookups; the earlier record form still works",
                               fun state_forms/0}}]
               ++ [{timeout, ?T, {atom_to_list(M) ++ ": 8 -> 64 -> 8 fragments",
                                  fun() -> grow_shrink(M) end}}
@@ -133,23 +133,42 @@ options() ->
                                         {hash_state, [{points, -1}]}]}])),
     ok.
 
-%% A fresh state is one heap binary (at most 64 bytes) for a table name of
-%% up to 16 bytes. A state in the earlier form (the decoded record itself)
-%% places every key as its binary form does, and a change writes the
-%% binary form.
+%% A fresh state carries its own lookup (words for slots and chash, the
+%% two parameters for linear) while that is small, and names a published
+%% one otherwise (jump always). A state in the earlier form (the decoded
+%% record itself) places every key as its binary form does, and a change
+%% writes the binary form.
 state_forms() ->
     lists:foreach(
-      fun(Mod) ->
-              S = Mod:init_state('sixteen_chars_xy', undefined),
-              ?assert(is_binary(S) andalso byte_size(S) =< 64),
-              {S4, _, _} = Mod:add_frag(element(1, Mod:add_frag(element(1, Mod:add_frag(S))))),
-              {ok, R4} = fraghash_state:decode(S4),
-              ?assertEqual(S4, fraghash_state:encode(R4)),
-              ?assertEqual([Mod:key_to_frag_number(S4, K) || K <- lists:seq(1, 2000)],
-                           [Mod:key_to_frag_number(R4, K) || K <- lists:seq(1, 2000)]),
-              ?assertEqual(Mod:add_frag(S4), Mod:add_frag(R4)),
-              ?assertEqual(Mod:del_frag(S4), Mod:del_frag(R4))
-      end, [mnesia_frag_slots, mnesia_frag_chash, mnesia_frag_jump, mnesia_frag_linear]).
+      fun({Mod, Opts, Frags, Kind}) ->
+              S = grow(Mod, Mod:init_state(list_to_atom("forms_" ++ atom_to_list(Mod)), Opts),
+                       Frags - 1),
+              <<"fh", 1, _:8, _:128, Frags:32, Kind:8, _/binary>> = S,
+              {ok, R} = fraghash_state:decode(S),
+              ?assertEqual(S, fraghash_mnesia:encode(R)),
+              ?assertEqual([Mod:key_to_frag_number(S, K) || K <- lists:seq(1, 2000)],
+                           [Mod:key_to_frag_number(R, K) || K <- lists:seq(1, 2000)]),
+              ?assertEqual(Mod:add_frag(S), Mod:add_frag(R)),
+              ?assertEqual(Mod:del_frag(S), Mod:del_frag(R))
+      end, [{mnesia_frag_slots, [], 4, ?FRAGHASH_INLINE_WORDS},
+            {mnesia_frag_slots, [], 400, ?FRAGHASH_INLINE_NONE},
+            {mnesia_frag_chash, [{points, 10}], 4, ?FRAGHASH_INLINE_WORDS},
+            {mnesia_frag_chash, [], 4, ?FRAGHASH_INLINE_NONE},
+            {mnesia_frag_jump, [], 4, ?FRAGHASH_INLINE_NONE},
+            {mnesia_frag_linear, [], 4, ?FRAGHASH_INLINE_LOW_BITS}]).
+
+grow(_Mod, S, 0) -> S;
+grow(Mod, S, K) -> {S2, _, _} = Mod:add_frag(S), grow(Mod, S2, K - 1).
+
+inline_kind(<<"fh", 1, _:8, _:128, _:32, Kind:8, _/binary>>) -> Kind.
+
+%% The state with the last byte of its recipe flipped.
+flip_recipe(<<Head:33/binary, TabLen:16, Tab:TabLen/binary, OptsLen:16, Opts:OptsLen/binary,
+              BLen:32, B:BLen/binary, Rest/binary>>) ->
+    Cut = BLen - 1,
+    <<Keep:Cut/binary, Last>> = B,
+    <<Head/binary, TabLen:16, Tab/binary, OptsLen:16, Opts/binary, BLen:32, Keep/binary,
+      (Last bxor 1), Rest/binary>>.
 
 wrap(L) -> [case O of not_a_list -> O; _ -> [O] end || O <- L].
 
@@ -157,15 +176,19 @@ corrupt_state() ->
     S = mnesia_frag_slots:init_state(t, undefined),
     {S2, _, _} = mnesia_frag_slots:add_frag(S),
     {ok, R2} = fraghash_state:decode(S2),
-    %% A recipe changed under the same key: refused before the NIF reads it.
-    Junk = <<S2/binary, "garbage">>,
+    %% A recipe changed under the same key: refused before the NIF reads it
+    %% (by a change, and by the first lookup of a state that does not carry
+    %% its own lookup).
     ?assertExit({aborted, {fraghash, digest_mismatch, _}},
-                mnesia_frag_slots:key_to_frag_number(Junk, key)),
-    ?assertExit({aborted, {fraghash, digest_mismatch, _}}, mnesia_frag_slots:add_frag(Junk)),
+                mnesia_frag_slots:add_frag(flip_recipe(S2))),
+    J = mnesia_frag_jump:init_state(t, undefined),
+    ?assertExit({aborted, {fraghash, digest_mismatch, _}},
+                mnesia_frag_jump:key_to_frag_number(flip_recipe(J), key)),
     %% A state whose key matches a recipe the core cannot read.
     Garbage = <<"FHST", 1, 0, 4, "garbage">>,
     Forged = fraghash_state:encode(R2#fraghash_state{bytes = Garbage,
-                                                     digest = fraghash_nif:digest(Garbage)}),
+                                                     digest = fraghash_nif:digest(Garbage)},
+                                   none),
     ?assertExit({aborted, {fraghash, corrupt_state, _}},
                 mnesia_frag_slots:key_to_frag_number(Forged, key)),
     ?assertExit({aborted, {fraghash, corrupt_state, _}},
@@ -421,13 +444,16 @@ two_nodes(Modules) ->
               Count = rpc:call(B, ?MODULE, read_all, [Tab, Count]),
               ?assertEqual(0, rpc:call(B, fraghash_frag, stale_copies, [Tab]))
       end, Tabs),
-    %% B rebuilt the grown states by replaying their recipes and kept the
-    %% builds in its Mnesia directory (one file per recipe: a module's two
-    %% tables had the same history, so they share one); after one more
+    %% B rebuilt the grown states whose lookups need the built scheme (those
+    %% that do not carry their lookup) by replaying their recipes, and kept
+    %% the builds in its Mnesia directory (one file per recipe: a module's
+    %% two tables had the same history, so they share one); after one more
     %% crash it reads them back (no replay, no new file) and still places
     %% every record where it is.
     Built = filelib:wildcard(filename:join([DirB, "fraghash", "*.fhbuilt"])),
-    ?assertEqual(length([M || M <- Modules, M =/= mnesia_frag_hash]), length(Built)),
+    Published = lists:usort([Mod || {Mod, _, Tab} <- Tabs, Mod =/= mnesia_frag_hash,
+                                    inline_kind(element(2, hash(Tab))) =:= ?FRAGHASH_INLINE_NONE]),
+    ?assertEqual(length(Published), length(Built)),
     os:cmd("kill -9 " ++ rpc:call(B, os, getpid, [])),
     wait_down(B),
     {_Peer3, B} = start_peer(Name, DirB),

@@ -19,6 +19,7 @@ main([Keys, Frags, DistKeys]) ->
     K = list_to_integer(Keys),
     Fs = [list_to_integer(F) || F <- string:lexemes(Frags, ",")],
     lookups(Fs, 1000000, 7),
+    fraghash_bench_state:run(Fs, 1000000, 7),
     {Reps, Rounds} = {env_int("FRAGHASH_BENCH_REPS", 3), env_int("FRAGHASH_BENCH_ROUNDS", 1)},
     FreshMax = env_int("FRAGHASH_BENCH_FRESH_MAX", 400),
     io:format("~n## async_dirty through mnesia_frag, ram_copies, ~b keys: ~b repetitions "

@@ -23,6 +23,7 @@
 //! | `set_built_dir(Dir)` | normal | `ok`; `Dir` a binary path, or `undefined` (see [`built`]) |
 //! | `digest(Bytes)` | dirty CPU | the 16-byte digest of a recipe |
 //! | `lookup_table(Digest, Recipe)` | dirty CPU | what Erlang reads instead of calling `locate` ([`lookup`]), or `none` |
+//! | `inline_table(Digest, Recipe, MaxBytes)` | dirty CPU | the lookup a hash state carries itself when it fits in `MaxBytes`, or `none` |
 //!
 //! `H` is `erlang:phash2(Key, 1 bsl 32)`, widened with
 //! [`fraghash::widen_phash2`]. Errors raise `{fraghash, Reason, Message}`

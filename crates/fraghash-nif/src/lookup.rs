@@ -50,6 +50,11 @@ pub use crate::lookup_words::WordIndex;
 /// MiB one 74 ns, from a 64 KiB tuple 18 ns.
 pub const WORDS_ABOVE_SEGMENTS: usize = 1 << 15;
 
+/// Buckets per segment of a lookup carried in the hash state
+/// ([`ErlangLookup::inline`]): two, so that about 6% of the buckets need an
+/// overflow record and the words stay about 5 bytes per segment.
+pub const INLINE_BUCKETS_PER_SEGMENT: usize = 2;
+
 /// Most bucket bits of a [`RangeIndex`]: 2^20 buckets, an 8 MiB tuple. Past
 /// that, buckets just hold more segments each.
 pub const MAX_BUCKET_BITS: u32 = 20;
@@ -218,6 +223,24 @@ impl ErlangLookup {
         } else {
             ErlangLookup::Ranges(RangeIndex::new(&segments))
         })
+    }
+
+    /// The lookup a state carries inside itself, when it is at most
+    /// `max_bytes`: linear's parameters, or the words of `slots` and `ring`
+    /// segments with [`INLINE_BUCKETS_PER_SEGMENT`] buckets per segment.
+    /// `None` for `jump` and for larger tables (then the lookup is
+    /// published, see [`ErlangLookup::build`]).
+    pub fn inline(scheme: &AnyScheme, tokens_below: u64, max_bytes: usize) -> Option<ErlangLookup> {
+        if let AnyScheme::Linear(_) = scheme {
+            return ErlangLookup::build(scheme, tokens_below);
+        }
+        let segments = scheme_segments(scheme, tokens_below)?;
+        if segments.len() * INLINE_BUCKETS_PER_SEGMENT * 4 > max_bytes {
+            return None;
+        }
+        WordIndex::with_buckets_per_segment(&segments, INLINE_BUCKETS_PER_SEGMENT)
+            .filter(|w| w.byte_len() <= max_bytes)
+            .map(ErlangLookup::Words)
     }
 
     /// The fragment (1-based) of `H` as Erlang computes it from this lookup.

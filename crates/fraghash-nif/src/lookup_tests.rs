@@ -46,6 +46,8 @@ fn check(r: &Recipe, random: usize) {
         lookups.push(ErlangLookup::Words(
             WordIndex::new(&segments).expect("words"),
         ));
+        // The layout a state carries, whatever its size.
+        lookups.push(ErlangLookup::inline(&s, r.fragments_added(), usize::MAX).expect("inline"));
     }
     for l in &lookups {
         let shift = match l {
@@ -215,4 +217,27 @@ fn words_layout() {
     assert_eq!((at(4 * b + 10), at(4 * b + 11), at(u32::MAX)), (2, 3, 3));
     // Big-endian bytes, as Erlang reads them.
     assert_eq!(w.to_be_bytes()[..8], [0, 0, 0, 1, 0x80, 0, 0, 0x0b]);
+}
+
+#[test]
+fn inline_lookups() {
+    let s = Recipe::new("slots", 50, &[]).unwrap().build().unwrap();
+    // 50 segments, two buckets each: 128 words, and a few overflow records.
+    let Some(ErlangLookup::Words(w)) = ErlangLookup::inline(&s, 50, 2048) else {
+        panic!("a 50-fragment slots table fits in 2 KiB");
+    };
+    assert_eq!(w.shift, 32 - 7);
+    assert!(w.byte_len() <= 2048, "{}", w.byte_len());
+    // Too large for the bound: published instead.
+    assert_eq!(ErlangLookup::inline(&s, 50, 256), None);
+    let big = AnyScheme::new("slots", 400).unwrap();
+    assert_eq!(ErlangLookup::inline(&big, 400, 2048), None);
+    // Linear always carries its two parameters; jump never has a table.
+    let l = AnyScheme::new("linear", 5).unwrap();
+    assert!(matches!(
+        ErlangLookup::inline(&l, 5, 0),
+        Some(ErlangLookup::LowBits { fragments: 5, .. })
+    ));
+    let j = AnyScheme::new("jump", 5).unwrap();
+    assert_eq!(ErlangLookup::inline(&j, 5, 1 << 20), None);
 }

@@ -43,7 +43,18 @@ impl WordIndex {
     /// an owner does not fit in 31 bits or the records in 30 bits of index
     /// (more than 2^30 words: not a fragment count Mnesia can hold).
     pub fn new(segments: &[(u32, u32)]) -> Option<WordIndex> {
-        let r = RangeIndex::with_bits(segments, bucket_bits(segments.len()).max(3));
+        WordIndex::with_buckets_per_segment(segments, 1)
+    }
+
+    /// As [`WordIndex::new`], with `per_segment` buckets per segment
+    /// (rounded up to a power of two, at most 2^20 buckets): more buckets
+    /// hold fewer starts each, so fewer lookups read a second word.
+    pub fn with_buckets_per_segment(
+        segments: &[(u32, u32)],
+        per_segment: usize,
+    ) -> Option<WordIndex> {
+        let bits = bucket_bits(per_segment.max(1) * segments.len()).max(3);
+        let r = RangeIndex::with_bits(segments, bits);
         let shift = r.shift;
         let owner_bits = 30 - shift;
         let first_owner = |b: usize| match &r.buckets[b] {
@@ -117,6 +128,11 @@ impl WordIndex {
         } else {
             self.words[(w & INDEX_MASK) as usize]
         }
+    }
+
+    /// Bytes of the words.
+    pub fn byte_len(&self) -> usize {
+        4 * self.words.len()
     }
 
     /// The words as an Erlang binary: each big-endian, as Erlang's bit

@@ -232,45 +232,69 @@ fn lookup_table<'a>(env: Env<'a>, digest: Binary<'a>, bytes: Term<'a>) -> NifRes
     // The ring's token bound comes from the recipe, which must then be the
     // state's own even when the scheme was found by digest alone.
     let recipe = checked_recipe(digest, bytes)?;
-    Ok(
-        match ErlangLookup::build(&e.scheme, recipe.fragments_added()) {
-            None => atoms::none().encode(env),
-            Some(ErlangLookup::LowBits {
-                mask,
-                half,
-                fragments,
-            }) => (atoms::low_bits(), mask, half, fragments).encode(env),
-            Some(ErlangLookup::Words(w)) => {
-                let bytes = w.to_be_bytes();
-                let mut bin = NewBinary::new(env, bytes.len());
-                bin.as_mut_slice().copy_from_slice(&bytes);
-                let bin: Binary = bin.into();
-                (atoms::words(), w.shift, bin).encode(env)
-            }
-            Some(ErlangLookup::Ranges(r)) => {
-                let buckets: Vec<Term> = r
-                    .buckets
-                    .iter()
-                    .enumerate()
-                    .map(|(i, b)| match (r.packed(i), b) {
-                        (Some(p), _) => p.encode(env),
-                        (None, Bucket::Owner(o)) => o.encode(env),
-                        (None, Bucket::Split(first, rest)) => {
-                            let mut t = Vec::with_capacity(1 + 2 * rest.len());
-                            t.push(first.encode(env));
-                            for (start, owner) in rest {
-                                t.push(start.encode(env));
-                                t.push(owner.encode(env));
-                            }
-                            rustler::types::tuple::make_tuple(env, &t)
+    Ok(encode_lookup(
+        env,
+        ErlangLookup::build(&e.scheme, recipe.fragments_added()),
+    ))
+}
+
+/// The lookup a hash state carries inside itself when it takes at most
+/// `MaxBytes` ([`ErlangLookup::inline`]): `{words, Shift, Binary}` (two
+/// buckets per segment), `{low_bits, Mask, Half, N}` (`linear`), or `none`
+/// (`jump`, or a larger table: its lookup is published instead).
+#[rustler::nif(schedule = "DirtyCpu")]
+fn inline_table<'a>(
+    env: Env<'a>,
+    digest: Binary<'a>,
+    bytes: Term<'a>,
+    max_bytes: usize,
+) -> NifResult<Term<'a>> {
+    let e = entry(digest, bytes)?;
+    let recipe = checked_recipe(digest, bytes)?;
+    Ok(encode_lookup(
+        env,
+        ErlangLookup::inline(&e.scheme, recipe.fragments_added(), max_bytes),
+    ))
+}
+
+fn encode_lookup(env: Env, lookup: Option<ErlangLookup>) -> Term {
+    match lookup {
+        None => atoms::none().encode(env),
+        Some(ErlangLookup::LowBits {
+            mask,
+            half,
+            fragments,
+        }) => (atoms::low_bits(), mask, half, fragments).encode(env),
+        Some(ErlangLookup::Words(w)) => {
+            let bytes = w.to_be_bytes();
+            let mut bin = NewBinary::new(env, bytes.len());
+            bin.as_mut_slice().copy_from_slice(&bytes);
+            let bin: Binary = bin.into();
+            (atoms::words(), w.shift, bin).encode(env)
+        }
+        Some(ErlangLookup::Ranges(r)) => {
+            let buckets: Vec<Term> = r
+                .buckets
+                .iter()
+                .enumerate()
+                .map(|(i, b)| match (r.packed(i), b) {
+                    (Some(p), _) => p.encode(env),
+                    (None, Bucket::Owner(o)) => o.encode(env),
+                    (None, Bucket::Split(first, rest)) => {
+                        let mut t = Vec::with_capacity(1 + 2 * rest.len());
+                        t.push(first.encode(env));
+                        for (start, owner) in rest {
+                            t.push(start.encode(env));
+                            t.push(owner.encode(env));
                         }
-                    })
-                    .collect();
-                let tuple = rustler::types::tuple::make_tuple(env, &buckets);
-                (atoms::ranges(), r.shift, r.owner_bits, tuple).encode(env)
-            }
-        },
-    )
+                        rustler::types::tuple::make_tuple(env, &t)
+                    }
+                })
+                .collect();
+            let tuple = rustler::types::tuple::make_tuple(env, &buckets);
+            (atoms::ranges(), r.shift, r.owner_bits, tuple).encode(env)
+        }
+    }
 }
 
 /// Sets the directory of built-state files ([`crate::built`]): a binary
