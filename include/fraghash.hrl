@@ -3,10 +3,10 @@
 %% Mnesia copies a table's hash state out of ets on every read and write
 %% (`mnesia_frag' reads `{Tab, frag_hash}' from `mnesia_gvar'), so the state
 %% Mnesia holds is one binary, which is copied as one object, where a record
-%% costs a copy of each field (measured on OTP 25, ets copy plus the lookup,
-%% per operation: 18 ns above `mnesia_frag_hash''s state, against 28 ns for
-%% a record of the same fields and 58 ns for a record that also held the
-%% options list and two binaries).
+%% costs a copy of each field (measured on OTP 25, ets copy plus a published
+%% lookup, per operation: a 51-byte binary 18 ns above `mnesia_frag_hash''s
+%% state, a record of the same fields 28 ns, a record that also held the
+%% options list and two binaries 58 ns).
 %%
 %% Layout (`fraghash_state:encode/2', `fraghash_state:decode/1'):
 %%
@@ -25,15 +25,22 @@
 %% <ul>
 %% <li>words (1): in the state itself. `Words' are the 32-bit words of the
 %% crate's `lookup_words' layout, two buckets per segment, `A' their shift
-%% and `Z' their byte offset in the state: a lookup reads one word of the
-%% binary it already has, and touches nothing else. Chosen while the words
-%% take at most ?FRAGHASH_INLINE_MAX_BYTES.</li>
-%% <li>low bits (2): linear's `Mask' (`A') and `Half' (`Z').</li>
+%% and `Z' their byte offset in the state: a lookup reads one word (two
+%% where a segment starts inside its bucket) of the binary Mnesia has just
+%% copied for it, and touches nothing else. Chosen while the words take at
+%% most ?FRAGHASH_INLINE_MAX_BYTES: a new `slots' table of up to 4,096
+%% fragments, a 100-point ring of up to 40. A state over 64 bytes is
+%% reference-counted, so Mnesia's copy is a pointer, but it adds the
+%% binary's size to the copying process's binary heap; measured through
+%% `mnesia_frag' anyway (`bench/mnesia'), a 400-fragment `slots' table read
+%% at 1.08 of `mnesia_frag_hash''s rate with its 4.5 KiB of words carried
+%% and at 0.94 with them published, and a 4,000-fragment one (36 KiB) at
+%% 0.92 against 0.82 (the same run's second `mnesia_frag_hash' table: 0.82
+%% and 0.81).</li>
+%% <li>low bits (2): linear's `Mask' (`A') and `Half' (`Z'): no table.</li>
 %% <li>none (0): in the lookup published under `Key' (a persistent term,
-%% see `fraghash_lookup'), whose value repeats `Check'. For jump, and for
-%% tables whose words would be larger: a state over 64 bytes is
-%% reference-counted, and each copy adds its size to the copying process's
-%% binary heap, which costs garbage collections.</li>
+%% see `fraghash_lookup'), whose value repeats `Check': for jump, and for
+%% tables whose words would be larger.</li>
 %% </ul>
 
 -define(FRAGHASH_STATE_LAYOUT, 1).
@@ -41,7 +48,7 @@
 -define(FRAGHASH_INLINE_NONE, 0).
 -define(FRAGHASH_INLINE_WORDS, 1).
 -define(FRAGHASH_INLINE_LOW_BITS, 2).
--define(FRAGHASH_INLINE_MAX_BYTES, 2048).
+-define(FRAGHASH_INLINE_MAX_BYTES, 65536).
 
 %% A state, decoded (cold paths only: add_frag, del_frag, publishing, info).
 %% `digest' is the xxh3-128 digest of `bytes', the recipe, which is what the

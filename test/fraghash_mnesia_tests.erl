@@ -151,9 +151,9 @@ state_forms() ->
               ?assertEqual(Mod:add_frag(S), Mod:add_frag(R)),
               ?assertEqual(Mod:del_frag(S), Mod:del_frag(R))
       end, [{mnesia_frag_slots, [], 4, ?FRAGHASH_INLINE_WORDS},
-            {mnesia_frag_slots, [], 400, ?FRAGHASH_INLINE_NONE},
+            {mnesia_frag_slots, [], 400, ?FRAGHASH_INLINE_WORDS},
             {mnesia_frag_chash, [{points, 10}], 4, ?FRAGHASH_INLINE_WORDS},
-            {mnesia_frag_chash, [], 4, ?FRAGHASH_INLINE_NONE},
+            {mnesia_frag_chash, [], 400, ?FRAGHASH_INLINE_NONE},
             {mnesia_frag_jump, [], 4, ?FRAGHASH_INLINE_NONE},
             {mnesia_frag_linear, [], 4, ?FRAGHASH_INLINE_LOW_BITS}]).
 
