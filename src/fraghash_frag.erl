@@ -413,8 +413,8 @@ distribution(Tab) ->
       fragments => Frags}.
 
 %% @doc A fragmented table's hash module, fragment count and hash state:
-%% `hash_module', `n_fragments', `hash_state_bytes' (the heap size of the
-%% state, which Mnesia copies on every read and write), and for fraghash's
+%% `hash_module', `n_fragments', `hash_state_bytes' (the size of the state,
+%% which Mnesia copies on every read and write), and for fraghash's
 %% modules `scheme' (`slots', `chash', `jump' or `linear') and `state' (the
 %% scheme's own description: spec, fragments, memory of the built table;
 %% for `slots' its slot count and slots per fragment).
@@ -424,13 +424,18 @@ info(Tab) ->
     Base = #{table => Tab,
              hash_module => Mod,
              n_fragments => N,
-             hash_state_bytes => erts_debug:flat_size(State) * erlang:system_info(wordsize)},
+             hash_state_bytes => state_bytes(State)},
     case fraghash_state:decode(State) of
         {ok, #fraghash_state{scheme = Scheme}} ->
             Base#{scheme => Scheme, state => fraghash_mnesia:info(State)};
         {error, _} ->
             Base
     end.
+
+%% The hash state's size: a binary's bytes (fraghash's states), else the
+%% term's heap size.
+state_bytes(State) when is_binary(State) -> byte_size(State);
+state_bytes(State) -> erts_debug:flat_size(State) * erlang:system_info(wordsize).
 
 %% @doc One fragment's records, bytes and storage type on this node
 %% (`{Records, Bytes, Storage}'); called on the node that holds it.
