@@ -241,3 +241,17 @@ fn inline_lookups() {
     let j = AnyScheme::new("jump", 5).unwrap();
     assert_eq!(ErlangLookup::inline(&j, 5, 1 << 20), None);
 }
+
+#[test]
+fn may_carry_judges_without_building() {
+    use fraghash::SchemeSpec;
+    assert!(ErlangLookup::may_carry(SchemeSpec::Slots, 4096, 65536));
+    assert!(!ErlangLookup::may_carry(SchemeSpec::Slots, 8193, 65536));
+    assert!(ErlangLookup::may_carry(SchemeSpec::Ring { points: 100 }, 40, 65536));
+    assert!(!ErlangLookup::may_carry(SchemeSpec::Ring { points: 100 }, 4000, 65536));
+    assert!(ErlangLookup::may_carry(SchemeSpec::Linear, 1 << 20, 0));
+    assert!(!ErlangLookup::may_carry(SchemeSpec::Jump, 1, 1 << 20));
+    // Never refuses what inline() would carry: a ring of 40 fragments.
+    let r = AnyScheme::new("ring", 40).unwrap();
+    assert!(ErlangLookup::inline(&r, 40, 65536).is_some());
+}

@@ -249,8 +249,11 @@ fn inline_table<'a>(
     bytes: Term<'a>,
     max_bytes: usize,
 ) -> NifResult<Term<'a>> {
-    let e = entry(digest, bytes)?;
     let recipe = checked_recipe(digest, bytes)?;
+    if !ErlangLookup::may_carry(recipe.spec(), recipe.fragments(), max_bytes) {
+        return Ok(atoms::none().encode(env));
+    }
+    let e = entry(digest, bytes)?;
     Ok(encode_lookup(
         env,
         ErlangLookup::inline(&e.scheme, recipe.fragments_added(), max_bytes),
