@@ -21,6 +21,11 @@
 %% migration rewrites many slots (docs/mnesia-disc-safety.md, "what dets
 %% keeps"; repro/dets-kill shows it with dets alone).
 %% `FRAGHASH_TORTURE_KILLS' sets the number of kills (default 30);
+%% `FRAGHASH_TORTURE_KEEP_FILES=1' copies Mnesia's directory after each kill,
+%% before the restart repairs anything, to `pre_<Run>' in the run directory
+%% (read them with repro/dets-kill/run.sh scan; the run directory outlives
+%% the test only when `FRAGHASH_TEST_DIR' is set by hand, not by
+%% scripts/test-mnesia.sh);
 %% `FRAGHASH_TEST_DIR' is the scratch directory. The random choices use a
 %% fixed seed; where the kills land still depends on timing.
 -module(fraghash_torture_tests).
@@ -104,7 +109,23 @@ kill_run(Dir, Run) ->
                 last_state(Marks, From)
         end,
     wait_exit(Port),
+    keep_files(Dir, Run),
     Where.
+
+%% The files as the kill left them, before dets or Mnesia repair them.
+keep_files(Dir, Run) ->
+    case os:getenv("FRAGHASH_TORTURE_KEEP_FILES") of
+        "1" ->
+            To = filename:join(Dir, "pre_" ++ integer_to_list(Run)),
+            ok = filelib:ensure_path(To),
+            From = filename:join(Dir, "mnesia"),
+            {ok, Files} = file:list_dir(From),
+            [{ok, _} = file:copy(filename:join(From, F), filename:join(To, F))
+             || F <- Files, filelib:is_regular(filename:join(From, F))],
+            ok;
+        _ ->
+            ok
+    end.
 
 kill(OsPid) ->
     os:cmd("kill -9 " ++ integer_to_list(OsPid)).
