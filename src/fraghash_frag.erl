@@ -177,7 +177,7 @@ do_add_frag(Tab, Nodes, Relieve) ->
         {atomic, ok} ->
             step(Tab, add_committed),
             Entry = fraghash_journal:read(Tab),
-            fraghash_frag_recovery:finish_add(Tab, Entry),
+            fraghash_frag_recovery:finish_add(Tab, Entry, after_commit),
             {atomic, ok};
         Aborted ->
             %% Nothing was applied; the journal entry (if written) names an

@@ -6,7 +6,7 @@
 %% each branch is right is argued in docs/mnesia-disc-safety.md.
 -module(fraghash_frag_recovery).
 
--export([recover/2, finish_add/2, finish_del/2, undo_copies/2,
+-export([recover/2, finish_add/2, finish_add/3, finish_del/2, undo_copies/2,
          remove_leftover_files/1]).
 
 -import(fraghash_frag, [batches/2, durable/2, step/2, frag_name/2, hash/1]).
@@ -35,19 +35,62 @@ recover(Tab, Entry) ->
                        entry => maps:without([moves, copies], Entry)}}}
     end.
 
-%% @doc After a committed add_frag: every moved record is in the new
-%% fragment; its copy left in the old one (Mnesia's delete, which may not
-%% have reached disc) is deleted by an ordinary transaction.
+%% @doc After a committed add_frag, at recovery: every moved record is in
+%% the new fragment; its copy left in the old one (Mnesia's delete, which
+%% may not have reached disc) is deleted by an ordinary transaction.
 -spec finish_add(atom(), map()) -> ok.
-finish_add(Tab, #{op := add, n := N, moves := Moves}) ->
+finish_add(Tab, Entry) ->
+    finish_add(Tab, Entry, recovery).
+
+%% @doc {@link finish_add/2}, `after_commit' when called right after the
+%% change committed, in the same run: then Mnesia has already deleted each
+%% moved key from its old fragment in memory, so a record found there was
+%% written after the commit, by a writer that had routed the key with the
+%% hash state before the change and waited for the change's locks
+%% (Mnesia's routing race, seen in the kill -9 test). That record is the
+%% key's latest value: it goes to the new fragment (if the new fragment
+%% still holds the moved record) instead of being deleted. At recovery
+%% (`recovery'), what the old fragment holds on disc cannot be told from
+%% what the change left there, and is deleted.
+-spec finish_add(atom(), map(), after_commit | recovery) -> ok.
+finish_add(Tab, #{op := add, n := N, moves := Moves}, When) ->
     step(Tab, add_cleanup),
     %% First flush what the schema change wrote into disc_only_copies
     %% fragments (dets's delayed-write cache), then delete.
     ok = durable(Tab, N + 1),
-    ok = delete_stale(Tab, [{K, From} || {K, From, _To, _Rec} <- Moves, From =/= none]),
+    Left = [M || {_K, From, _To, _Rec} = M <- Moves, From =/= none],
+    ok = case When of
+             after_commit -> settle_moved(Tab, Left);
+             recovery -> delete_stale(Tab, [{K, From} || {K, From, _To, _Rec} <- Left])
+         end,
     ok = durable(Tab, N + 1),
     step(Tab, add_done),
     fraghash_journal:delete(Tab).
+
+%% Right after an add_frag's commit: for each moved key still routed away
+%% from its old fragment, a record the old fragment holds in memory now
+%% was written after the commit (see finish_add/3); it replaces the moved
+%% record in the new fragment unless the new fragment changed too. The key
+%% is deleted from the old fragment in every case: the delete also reaches
+%% the copy Mnesia may have left on disc there.
+settle_moved(Tab, Moves) ->
+    {Mod, S, _N} = hash(Tab),
+    Stale = [M || {K, From, _To, _Rec} = M <- Moves,
+                  frag_name(Tab, Mod:key_to_frag_number(S, K)) =/= From],
+    {atomic, ok} =
+        batches(fun({K, From, To, Rec}) ->
+                        case mnesia:read(From, K, write) of
+                            [Later] when Later =/= Rec ->
+                                case mnesia:read(To, K, write) of
+                                    [Rec] -> mnesia:write(To, Later, write);
+                                    _ -> ok
+                                end;
+                            _ ->
+                                ok
+                        end,
+                        mnesia:delete(From, K, write)
+                end, Stale),
+    ok.
 
 %% @doc After a committed del_frag: the merged records were already in
 %% place (copied before the change); a record moved between two remaining
