@@ -33,8 +33,8 @@
 %% reference-counted, so Mnesia's copy is a pointer, but it adds the
 %% binary's size to the copying process's binary heap; measured through
 %% `mnesia_frag' anyway (`bench/mnesia'), a 400-fragment `slots' table read
-%% at 1.08 of `mnesia_frag_hash''s rate with its 4.5 KiB of words carried
-%% and at 0.94 with them published, and a 4,000-fragment one (36 KiB) at
+%% at 1.08 of `mnesia_frag_hash''s rate with its 6.4 KiB of words carried
+%% and at 0.94 with them published, and a 4,000-fragment one (62 KiB) at
 %% 0.92 against 0.82 (the same run's second `mnesia_frag_hash' table: 0.82
 %% and 0.81).</li>
 %% <li>low bits (2): linear's `Mask' (`A') and `Half' (`Z'): no table.</li>

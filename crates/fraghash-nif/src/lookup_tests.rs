@@ -247,11 +247,45 @@ fn may_carry_judges_without_building() {
     use fraghash::SchemeSpec;
     assert!(ErlangLookup::may_carry(SchemeSpec::Slots, 4096, 65536));
     assert!(!ErlangLookup::may_carry(SchemeSpec::Slots, 8193, 65536));
-    assert!(ErlangLookup::may_carry(SchemeSpec::Ring { points: 100 }, 40, 65536));
-    assert!(!ErlangLookup::may_carry(SchemeSpec::Ring { points: 100 }, 4000, 65536));
+    assert!(ErlangLookup::may_carry(
+        SchemeSpec::Ring { points: 100 },
+        40,
+        65536
+    ));
+    assert!(!ErlangLookup::may_carry(
+        SchemeSpec::Ring { points: 100 },
+        4000,
+        65536
+    ));
     assert!(ErlangLookup::may_carry(SchemeSpec::Linear, 1 << 20, 0));
     assert!(!ErlangLookup::may_carry(SchemeSpec::Jump, 1, 1 << 20));
     // Never refuses what inline() would carry: a ring of 40 fragments.
     let r = AnyScheme::new("ring", 40).unwrap();
     assert!(ErlangLookup::inline(&r, 40, 65536).is_some());
+}
+
+#[test]
+fn new_slots_words_without_building() {
+    // The same words as from the built table, for new tables of any size
+    // and with weights.
+    let mut cases: Vec<Vec<u32>> = (1..=200).map(|n| vec![1; n]).collect();
+    cases.push(vec![1; 4000]);
+    cases.push(vec![2, 1, 5]);
+    cases.push((1..=60).collect());
+    for w in cases {
+        let r = Recipe::new(
+            "slots",
+            w.len() as u32,
+            if w.iter().all(|&x| x == 1) { &[] } else { &w },
+        )
+        .unwrap();
+        let s = r.build().unwrap();
+        assert_eq!(
+            ErlangLookup::inline_new_slots(&w, 1 << 20),
+            ErlangLookup::inline(&s, r.fragments_added(), 1 << 20),
+            "{} fragments",
+            w.len()
+        );
+    }
+    assert_eq!(ErlangLookup::inline_new_slots(&[1; 50], 64), None);
 }

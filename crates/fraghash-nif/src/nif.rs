@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use fraghash::{widen_phash2, FragmentScheme};
+use fraghash::{widen_phash2, FragmentScheme, SchemeSpec};
 use rustler::{Binary, Encoder, Env, Error, NewBinary, NifResult, Term};
 
 use crate::cache::{self, Entry, LookupError};
@@ -252,6 +252,10 @@ fn inline_table<'a>(
     let recipe = checked_recipe(digest, bytes)?;
     if !ErlangLookup::may_carry(recipe.spec(), recipe.fragments(), max_bytes) {
         return Ok(atoms::none().encode(env));
+    }
+    if recipe.spec() == SchemeSpec::Slots && !recipe.has_history() {
+        let lookup = ErlangLookup::inline_new_slots(&recipe.base_weights(), max_bytes);
+        return Ok(encode_lookup(env, lookup));
     }
     let e = entry(digest, bytes)?;
     Ok(encode_lookup(

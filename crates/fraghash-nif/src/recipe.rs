@@ -120,6 +120,16 @@ impl Recipe {
         self.spec
     }
 
+    /// The weights of the new table the recipe starts as: one per fragment
+    /// (all 1 when it was given none).
+    pub fn base_weights(&self) -> Vec<u32> {
+        if self.weights.is_empty() {
+            vec![1; self.base as usize]
+        } else {
+            self.weights.clone()
+        }
+    }
+
     /// Whether building replays any operation (else it is one base build).
     pub fn has_history(&self) -> bool {
         !self.history.is_empty()

@@ -138,14 +138,7 @@ impl Slots {
     /// # Ok::<(), fraghash::SchemeError>(())
     /// ```
     pub fn with_weights(weights: &[u32]) -> Result<Slots, SchemeError> {
-        let n = u32::try_from(weights.len()).unwrap_or(u32::MAX);
-        if n == 0 {
-            return Err(SchemeError::ZeroFragments);
-        }
-        Self::check_count(n)?;
-        check_weights(weights)?;
-        let bits = Self::wanted_bits(n);
-        let targets = targets(weights, 1u64 << bits);
+        let (bits, targets) = Self::new_targets(weights)?;
         let mut table = Vec::with_capacity(1 << bits);
         for (id, &t) in targets.iter().enumerate() {
             table.extend(std::iter::repeat_n(id as u32, t as usize));
@@ -155,6 +148,48 @@ impl Slots {
             table,
             weights: weights.to_vec(),
         })
+    }
+
+    /// The runs of the table [`Slots::with_weights`] builds, without
+    /// building it: its slot bits `k`, and each run of consecutive slots as
+    /// `(first slot, fragment)`, in slot order. A new table gives each
+    /// fragment one run, in fragment order. O(fragments), where building
+    /// the table is O(2^k): a caller that needs only where owners change
+    /// (a lookup layout of a new table) need not fill a million slots.
+    ///
+    /// ```
+    /// use fraghash::scheme::slots::Slots;
+    /// let (bits, runs) = Slots::new_runs(&[1, 1, 2]).unwrap();
+    /// let t = Slots::with_weights(&[1, 1, 2]).unwrap();
+    /// assert_eq!(bits, t.slot_bits());
+    /// assert_eq!(runs.len(), 3);
+    /// assert_eq!(runs[0], (0, 0));
+    /// assert_eq!(t.table()[runs[2].0 as usize], 2);
+    /// assert_eq!(t.table()[runs[2].0 as usize - 1], 1);
+    /// ```
+    pub fn new_runs(weights: &[u32]) -> Result<(u32, Vec<(u64, u32)>), SchemeError> {
+        let (bits, targets) = Self::new_targets(weights)?;
+        let mut runs = Vec::with_capacity(targets.len());
+        let mut start = 0u64;
+        for (id, &t) in targets.iter().enumerate() {
+            if t > 0 {
+                runs.push((start, id as u32));
+                start += t;
+            }
+        }
+        Ok((bits, runs))
+    }
+
+    /// The slot bits of a new table and each fragment's slot count.
+    fn new_targets(weights: &[u32]) -> Result<(u32, Vec<u64>), SchemeError> {
+        let n = u32::try_from(weights.len()).unwrap_or(u32::MAX);
+        if n == 0 {
+            return Err(SchemeError::ZeroFragments);
+        }
+        Self::check_count(n)?;
+        check_weights(weights)?;
+        let bits = Self::wanted_bits(n);
+        Ok((bits, targets(weights, 1u64 << bits)))
     }
 
     fn check_count(n: u32) -> Result<(), SchemeError> {

@@ -189,3 +189,27 @@ fn run_len_at_every_block_boundary() {
         }
     }
 }
+
+#[test]
+fn new_runs_are_the_built_tables_runs() {
+    let runs_of = |t: &Slots| -> Vec<(u64, u32)> {
+        let table = t.table();
+        (0..table.len())
+            .filter(|&i| i == 0 || table[i] != table[i - 1])
+            .map(|i| (i as u64, table[i]))
+            .collect()
+    };
+    let mut cases: Vec<Vec<u32>> = (1..=300).map(|n| vec![1; n]).collect();
+    cases.push(vec![1; 4000]);
+    cases.push(vec![2, 1, 5]);
+    cases.push(vec![1, 1_000_000]);
+    cases.push((1..=97).collect());
+    for w in cases {
+        let t = Slots::with_weights(&w).unwrap();
+        let (bits, runs) = Slots::new_runs(&w).unwrap();
+        assert_eq!(bits, t.slot_bits(), "{} fragments", w.len());
+        assert_eq!(runs, runs_of(&t), "{} fragments", w.len());
+    }
+    assert!(Slots::new_runs(&[]).is_err());
+    assert!(Slots::new_runs(&[1, 0]).is_err());
+}
