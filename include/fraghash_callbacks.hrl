@@ -22,7 +22,8 @@ add_frag(State) -> fraghash_mnesia:add_frag(?SCHEME, State).
 del_frag(State) -> fraghash_mnesia:del_frag(?SCHEME, State).
 
 %% @doc The fragment (1-based) of a key: `erlang:phash2(Key, 1 bsl 32)',
-%% then the state's published lookup (see fraghash_lookup.hrl).
+%% then the state's lookup, carried in the state or published (see
+%% fraghash_lookup.hrl).
 -spec key_to_frag_number(fraghash_state:encoded(), term()) -> pos_integer().
 key_to_frag_number(S, Key) -> fraghash_locate(S, erlang:phash2(Key, 4294967296)).
 

@@ -52,8 +52,8 @@
 -include("fraghash_lookup.hrl").
 
 %% @doc The fragment of a 32-bit hash `H' (`erlang:phash2(Key, 1 bsl 32)')
-%% through the path `key_to_frag_number/2' takes: the published lookup,
-%% publishing it on a miss.
+%% through the path `key_to_frag_number/2' takes: the lookup the state
+%% carries, or the published one (published on a miss).
 -spec locate_hash(fraghash_state:encoded() | #fraghash_state{}, 0..4294967295) ->
           pos_integer().
 locate_hash(S, H) -> fraghash_locate(S, H).
@@ -63,7 +63,8 @@ locate_hash(S, H) -> fraghash_locate(S, H).
 %% the same published lookup. Aborts on anything that is not a state.
 -spec locate_legacy(#fraghash_state{}, 0..4294967295) -> pos_integer().
 locate_legacy(S, H) ->
-    fraghash_locate(fraghash_mnesia:encode(fraghash_mnesia:decode(S)), H).
+    %% Its binary form without a carried table: the published lookup.
+    fraghash_locate(fraghash_state:encode(fraghash_mnesia:decode(S), none), H).
 
 %% @doc The miss path of a lookup: publishes the state's lookup table (when
 %% no other process is publishing one), then answers through the NIF, which
