@@ -13,7 +13,7 @@
 
 -include_lib("eunit/include/eunit.hrl").
 
--import(fraghash_test_support, [scratch/0]).
+-import(fraghash_test_support, [scratch/0, grow/3, inline_kind/1]).
 -include("fraghash.hrl").
 
 -define(CONVERTED, [mnesia_frag_slots, mnesia_frag_chash, mnesia_frag_linear]).
@@ -98,8 +98,6 @@ check_state(Tab) ->
                         C <- [core(D, B, H)],
                         E =/= C],
     ?assertEqual({Mod, N, []}, {Mod, N, lists:sublist(Bad, 5)}).
-
-inline_kind(<<"fh", 1, _:8, _:128, _:32, Kind:8, _/binary>>) -> Kind.
 
 %% The core's answer, through the NIF (its cached scheme: the normal
 %% scheduler's locate, building the scheme on a dirty one on a miss).
@@ -273,6 +271,3 @@ foreign_entry() ->
       end, Foreign).
 
 key(D) -> element(1, fraghash_state:key_of_digest(D)).
-
-grow(_Mod, S, 0) -> S;
-grow(Mod, S, K) -> {S2, _, _} = Mod:add_frag(S), grow(Mod, S2, K - 1).

@@ -16,7 +16,7 @@
 -export([read_all/2, check_placement/1, put_all/3]).
 
 -import(fraghash_test_support, [scratch/0, quiet_overload/0, report/2, start_peer/2,
-                                wait_down/1]).
+                                wait_down/1, grow/3, inline_kind/1]).
 
 -define(MODULES, [mnesia_frag_slots, mnesia_frag_chash, mnesia_frag_jump]).
 -define(T, 600).
@@ -156,11 +156,6 @@ state_forms() ->
             {mnesia_frag_chash, [], 400, ?FRAGHASH_INLINE_NONE},
             {mnesia_frag_jump, [], 4, ?FRAGHASH_INLINE_NONE},
             {mnesia_frag_linear, [], 4, ?FRAGHASH_INLINE_LOW_BITS}]).
-
-grow(_Mod, S, 0) -> S;
-grow(Mod, S, K) -> {S2, _, _} = Mod:add_frag(S), grow(Mod, S2, K - 1).
-
-inline_kind(<<"fh", 1, _:8, _:128, _:32, Kind:8, _/binary>>) -> Kind.
 
 %% The state with the last byte of its recipe flipped.
 flip_recipe(<<Head:33/binary, TabLen:16, Tab:TabLen/binary, OptsLen:16, Opts:OptsLen/binary,

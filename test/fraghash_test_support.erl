@@ -1,10 +1,10 @@
 %% @doc What the EUnit modules of test/ share: the scratch directory, peer
 %% nodes (started, recorded for scripts/test-mnesia.sh to kill, waited for),
-%% and quiet output.
+%% quiet output, and two helpers on hash states.
 -module(fraghash_test_support).
 
 -export([scratch/0, quiet_overload/0, report/2, start_peer/2, record_peer/1,
-         wait_down/1]).
+         wait_down/1, grow/3, inline_kind/1]).
 
 %% @doc The scratch directory scripts/test-mnesia.sh made
 %% (`FRAGHASH_TEST_DIR').
@@ -66,3 +66,11 @@ wait_down(Node) ->
         true -> timer:sleep(50), wait_down(Node);
         false -> ok
     end.
+
+%% @doc Hash module `Mod''s state `S' after `K' more `add_frag's.
+grow(_Mod, S, 0) -> S;
+grow(Mod, S, K) -> {S2, _, _} = Mod:add_frag(S), grow(Mod, S2, K - 1).
+
+%% @doc Where a fraghash hash state's lookup lives: the `Kind' byte of its
+%% head (see include/fraghash.hrl).
+inline_kind(<<"fh", 1, _:8, _:128, _:32, Kind:8, _/binary>>) -> Kind.

@@ -5,8 +5,8 @@
 -module(fraghash_bench).
 
 -export([main/1, distribution/2, lookups/3, key/1, rate/2]).
-%% Shared with fraghash_bench_throughput.
--export([median/1, rotate/2]).
+%% Shared with fraghash_bench_throughput and fraghash_bench_state.
+-export([median/1, rotate/2, ns_table/3, rounds/4, grow/3]).
 
 -define(MODULES, [mnesia_frag_hash, mnesia_frag_slots, mnesia_frag_chash,
                   mnesia_frag_jump, mnesia_frag_linear]).
@@ -77,11 +77,27 @@ plain(K) ->
 lookups(Fs, NKeys, Rounds) ->
     io:format("~n## key_to_frag_number alone: CPU ns per call and ratio to the default "
               "(~b keys, median of ~b interleaved rounds)~n~n", [NKeys, Rounds]),
+    Keys = [key(I) || I <- lists:seq(1, NKeys)],
+    ns_table(?MODULES, Fs,
+             fun(F) ->
+                     Ss = [{M, grow(M, M:init_state(list_to_atom("bench_lookup_" ++ atom_to_list(M)),
+                                                     undefined), F - 1)}
+                           || M <- ?MODULES],
+                     %% The first lookup of a state builds (and publishes) its table.
+                     _ = [M:key_to_frag_number(S, warm_up) || {M, S} <- Ss],
+                     rounds(Ss, Rounds, length(Keys), fun(M, S) -> lookup_all(M, S, Keys) end)
+             end).
+
+%% @doc Prints a table of CPU ns per key (and ratio to `mnesia_frag_hash')
+%% with a row per module in `Mods' and a column per fragment count in `Fs';
+%% `Column(F)' measures one column as {@link rounds/4} returns it.
+-spec ns_table([module()], [pos_integer()],
+               fun((pos_integer()) -> #{module() => {float(), float()}})) -> ok.
+ns_table(Mods, Fs, Column) ->
     io:format("| hash module |~s~n|---|~s~n",
               [[io_lib:format(" ~b fragments |", [F]) || F <- Fs],
                [" ---: |" || _ <- Fs]]),
-    Keys = [key(I) || I <- lists:seq(1, NKeys)],
-    Cols = [lookup_column(F, Keys, Rounds) || F <- Fs],
+    Cols = [Column(F) || F <- Fs],
     lists:foreach(
       fun(M) ->
               io:format("| `~s` |~s~n",
@@ -89,23 +105,26 @@ lookups(Fs, NKeys, Rounds) ->
                                  {Ns, Ratio} = maps:get(M, Col),
                                  io_lib:format(" ~b (~.2f) |", [round(Ns), Ratio])
                              end || Col <- Cols]])
-      end, ?MODULES).
+      end, Mods).
 
-%% `#{Module => {MedianNs, MedianRatio}}' at `Frags' fragments.
-lookup_column(Frags, Keys, Rounds) ->
-    Ss = [{M, grow(M, M:init_state(list_to_atom("bench_lookup_" ++ atom_to_list(M)),
-                                    undefined), Frags - 1)}
-          || M <- ?MODULES],
-    %% The first lookup of a state builds (and publishes) its table.
-    _ = [M:key_to_frag_number(S, warm_up) || {M, S} <- Ss],
+%% @doc `Rounds' rounds in which `Run(Module, Arg)' runs once for every
+%% `{Module, Arg}' of `Entries' (in an order rotating from round to round),
+%% each run covering `NKeys' keys: `#{Module => {MedianNs, MedianRatio}}',
+%% the median over the rounds of the CPU ns per key and of the ratio to
+%% `mnesia_frag_hash''s. CPU time (`statistics(runtime)', the VM's
+%% threads), not wall time: on a shared machine the process is often
+%% descheduled, which wall time would charge to whichever module ran then.
+-spec rounds([{module(), term()}], pos_integer(), pos_integer(),
+             fun((module(), term()) -> term())) -> #{module() => {float(), float()}}.
+rounds(Entries, Rounds, NKeys, Run) ->
     PerRound = [maps:from_list(
-                  [{M, cpu_ns(fun() -> lookup_all(M, S, Keys) end) / length(Keys)}
-                   || {M, S} <- rotate(Ss, R rem length(Ss))])
+                  [{M, cpu_ns(fun() -> Run(M, A) end) / NKeys}
+                   || {M, A} <- rotate(Entries, R rem length(Entries))])
                 || R <- lists:seq(1, Rounds)],
     maps:from_list(
       [{M, {median([maps:get(M, R) || R <- PerRound]),
             median([maps:get(M, R) / maps:get(mnesia_frag_hash, R) || R <- PerRound])}}
-       || {M, _} <- Ss]).
+       || {M, _} <- Entries]).
 
 cpu_ns(F) ->
     {_, _} = statistics(runtime),
@@ -160,6 +179,8 @@ distribution(Mod, N) ->
                thousands(integer_to_list(lists:min(Counts))),
                lists:max(Counts) / Mean, thousands(integer_to_list(round(Floor)))]).
 
+%% @doc `Mod''s state `S' with `K' more fragments.
+-spec grow(module(), term(), non_neg_integer()) -> term().
 grow(_Mod, S, 0) -> S;
 grow(Mod, S, K) ->
     {S2, _, _} = Mod:add_frag(S),

@@ -63,7 +63,7 @@ add_frags(Mod, Frags, Records, Adds, Run) ->
 publishes(mnesia_frag_hash, _Frags, _Adds) -> [];
 publishes(mnesia_frag_jump, _Frags, _Adds) -> [];
 publishes(Mod, Frags, Adds) ->
-    S0 = grow(Mod, Mod:init_state(pub_detached, undefined), Frags - 1),
+    S0 = fraghash_bench:grow(Mod, Mod:init_state(pub_detached, undefined), Frags - 1),
     {_, Us} = lists:foldl(
                 fun(_, {S, Acc}) ->
                         {S2, _, _} = Mod:add_frag(S),
@@ -75,8 +75,6 @@ publishes(Mod, Frags, Adds) ->
                 end, {S0, []}, lists:seq(1, Adds)),
     Us.
 
-grow(_Mod, S, 0) -> S;
-grow(Mod, S, K) -> {S2, _, _} = Mod:add_frag(S), grow(Mod, S2, K - 1).
 
 spawn_idle(N) ->
     [spawn(fun() -> L = lists:seq(1, 100), receive stop -> L end end)
