@@ -159,13 +159,9 @@ encode(#fraghash_state{digest = D, bytes = B} = S) ->
 -spec decode(term()) -> #fraghash_state{}.
 decode(State) ->
     case nif(fun() -> fraghash_state:decode(State) end) of
-        {ok, S} ->
-            S;
-        {error, digest_mismatch} ->
-            mnesia:abort({fraghash, digest_mismatch,
-                          "the hash state's recipe does not match its key: damaged state"});
-        {error, _} ->
-            mnesia:abort({bad_hash_state, State})
+        {ok, S} -> S;
+        {error, digest_mismatch} -> digest_mismatch();
+        {error, _} -> mnesia:abort({bad_hash_state, State})
     end.
 
 %% @doc The hash module of a scheme.
@@ -307,9 +303,13 @@ bad_state(Scheme, Bad) ->
 decode(Scheme, State) ->
     case nif(fun() -> fraghash_state:decode(State) end) of
         {ok, #fraghash_state{scheme = Scheme} = S} -> S;
-        {error, digest_mismatch} -> decode(State);
+        {error, digest_mismatch} -> digest_mismatch();
         _ -> bad_state(Scheme, State)
     end.
+
+digest_mismatch() ->
+    mnesia:abort({fraghash, digest_mismatch,
+                  "the hash state's recipe does not match its key: damaged state"}).
 
 %% @doc Runs a NIF call, turning its errors into Mnesia aborts with a clear
 %% reason.
