@@ -23,20 +23,30 @@
 %%
 %% `Kind' says where a lookup finds the fragment of a hash:
 %% <ul>
-%% <li>words (1): in the state itself. `Words' are the 32-bit words of the
-%% crate's `lookup_words' layout, two buckets per segment, `A' their shift
+%% <li>slot words (3), `slots': in the state itself. `Words' are the
+%% 64-bit words of the NIF's `lookup_slot_words' layout, then its overflow
+%% records; `A' is four bytes, owner bits, slot offset bits, slot shift and
+%% bucket shift, and `Z' the words' byte offset in the state. One word per
+%% bucket names the owners and the slot offsets of up to two segment
+%% starts inside it, so a lookup reads one word of the binary Mnesia has
+%% just copied for it and does arithmetic on it; only a bucket where three
+%% or more segments start reads an overflow record. Chosen while the words
+%% take at most ?FRAGHASH_INLINE_MAX_BYTES: a new table of up to 4,096
+%% fragments.</li>
+%% <li>words (1), `chash': in the state itself, the 32-bit words of the
+%% NIF's `lookup_words' layout, two buckets per segment, `A' their shift
 %% and `Z' their byte offset in the state: a lookup reads one word (two
-%% where a segment starts inside its bucket) of the binary Mnesia has just
-%% copied for it, and touches nothing else. Chosen while the words take at
-%% most ?FRAGHASH_INLINE_MAX_BYTES: a new `slots' table of up to 4,096
-%% fragments, a 100-point ring of up to 40. A state over 64 bytes is
-%% reference-counted, so Mnesia's copy is a pointer, but it adds the
-%% binary's size to the copying process's binary heap; measured through
-%% `mnesia_frag' anyway (`bench/mnesia'), a 400-fragment `slots' table read
-%% at 1.08 of `mnesia_frag_hash''s rate with its 6.4 KiB of words carried
-%% and at 0.94 with them published, and a 4,000-fragment one (62 KiB) at
-%% 0.92 against 0.82 (the same run's second `mnesia_frag_hash' table: 0.82
-%% and 0.81).</li>
+%% where a segment starts inside its bucket). Chosen while the words take
+%% at most ?FRAGHASH_INLINE_MAX_BYTES: a 100-point ring of up to 40
+%% fragments.</li>
+%% </ul>
+%% A state over 64 bytes is reference-counted, so Mnesia's copy is a
+%% pointer, but it adds the binary's size to the copying process's binary
+%% heap. Measured through `mnesia_frag' (`bench/mnesia', one scheduler,
+%% a pure-Erlang lookup in states of several sizes): 1,000 bytes cost
+%% nothing measurable against 132 at 50 fragments, nor 16,000 bytes at 400
+%% fragments.
+%% <ul>
 %% <li>low bits (2): linear's `Mask' (`A') and `Half' (`Z'): no table.</li>
 %% <li>none (0): in the lookup published under `Key' (a persistent term,
 %% see `fraghash_lookup'), whose value repeats `Check': for jump, and for
@@ -48,6 +58,7 @@
 -define(FRAGHASH_INLINE_NONE, 0).
 -define(FRAGHASH_INLINE_WORDS, 1).
 -define(FRAGHASH_INLINE_LOW_BITS, 2).
+-define(FRAGHASH_INLINE_SLOT_WORDS, 3).
 -define(FRAGHASH_INLINE_MAX_BYTES, 65536).
 
 %% A state, decoded (cold paths only: add_frag, del_frag, publishing, info).

@@ -7,7 +7,9 @@
 %% <ul>
 %% <li>in the state itself, which Mnesia has just copied for this call
 %% (linear's two parameters, or the words of a table that fits in
-%% ?FRAGHASH_INLINE_MAX_BYTES): one word read, nothing else touched;</li>
+%% ?FRAGHASH_INLINE_MAX_BYTES): one word read, nothing else touched (a
+%% `slots' word names up to two segment starts inside its bucket, so only
+%% a bucket where three start reads an overflow record);</li>
 %% <li>else in the persistent term published under the state's `Key' (a
 %% small integer; `fraghash_lookup' publishes it on the first lookup of the
 %% state on the node): `persistent_term:get/2', then a shift and one
@@ -26,6 +28,31 @@
 %% made the compiler rebuild it on every call (10 ns measured).
 fraghash_locate(S, H) ->
     case S of
+        <<"fh", 1, _:8, _:128, _:32, ?FRAGHASH_INLINE_SLOT_WORDS, O:8, D:8, SlotShift:8, Shift:8,
+          Off:32, _/binary>> ->
+            P = Off + ((H bsr Shift) bsl 3),
+            <<_:P/binary, E:64, _/binary>> = S,
+            if
+                E < 16#400000000000000 ->
+                    %% [Start2][Owner2][Start1][Owner1][Owner0], low bits last.
+                    X = (H bsr SlotShift) band ((1 bsl D) - 1),
+                    U = E bsr O,
+                    V = U bsr O,
+                    if
+                        X >= V band ((1 bsl D) - 1) ->
+                            W = V bsr D,
+                            if
+                                X >= W bsr O -> W band ((1 bsl O) - 1);
+                                true -> U band ((1 bsl O) - 1)
+                            end;
+                        true ->
+                            E band ((1 bsl O) - 1)
+                    end;
+                true ->
+                    J = Off + (E band 16#3FFFFFFFFFFFFFF),
+                    <<_:J/binary, Owner0:32, K:32, Pairs/binary>> = S,
+                    fraghash_word_scan(Pairs, K, H, Owner0)
+            end;
         <<"fh", 1, _:8, _:128, _:32, ?FRAGHASH_INLINE_WORDS, Shift:32, Off:32, _/binary>> ->
             P = Off + ((H bsr Shift) bsl 2),
             <<_:P/binary, E:32, _/binary>> = S,

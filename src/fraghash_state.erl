@@ -15,7 +15,7 @@
 
 -type encoded() :: binary().
 %% What a state carries of its own lookup (`fraghash_nif:inline_table/3').
--type inline() :: none | {words, 0..29, binary()}
+-type inline() :: none | {words, 0..29, binary()} | {slot_words, non_neg_integer(), binary()}
                 | {low_bits, non_neg_integer(), pos_integer(), pos_integer()}.
 -export_type([encoded/0, inline/0]).
 
@@ -43,7 +43,11 @@ encode(#fraghash_state{scheme = Scheme, table = Tab, n = N, opts = Opts, digest 
             <<(Head(?FRAGHASH_INLINE_LOW_BITS, Mask, Half))/binary, Body/binary>>;
         {words, Shift, Words} ->
             Off = ?FRAGHASH_STATE_HEAD_BYTES + byte_size(Body),
-            <<(Head(?FRAGHASH_INLINE_WORDS, Shift, Off))/binary, Body/binary, Words/binary>>
+            <<(Head(?FRAGHASH_INLINE_WORDS, Shift, Off))/binary, Body/binary, Words/binary>>;
+        {slot_words, Params, Words} ->
+            Off = ?FRAGHASH_STATE_HEAD_BYTES + byte_size(Body),
+            <<(Head(?FRAGHASH_INLINE_SLOT_WORDS, Params, Off))/binary, Body/binary,
+              Words/binary>>
     end.
 
 %% @doc The decoded form of a state: `{ok, State}', or `{error, Why}' when
@@ -55,6 +59,7 @@ decode(<<"fh", ?FRAGHASH_STATE_LAYOUT, Code:8, Key:64, Check:64, N:32, Kind:8, _
          BLen:32, B:BLen/binary, Inline/binary>> = S) when N >= 1 ->
     InlineOk = case Kind of
                    ?FRAGHASH_INLINE_WORDS -> Z =:= byte_size(S) - byte_size(Inline);
+                   ?FRAGHASH_INLINE_SLOT_WORDS -> Z =:= byte_size(S) - byte_size(Inline);
                    _ -> Inline =:= <<>>
                end,
     case {scheme(Code), opts(OptsBin), InlineOk} of

@@ -129,6 +129,9 @@ probes(#fraghash_state{scheme = Scheme, digest = D} = R, S) ->
                 <<"fh", 1, _:8, _:128, _:32, ?FRAGHASH_INLINE_WORDS, Shift1:32, Off:32,
                   _/binary>> ->
                     word_probes(Shift1, Off, S);
+                <<"fh", 1, _:8, _:128, _:32, ?FRAGHASH_INLINE_SLOT_WORDS, O:8, D:8, SlotShift:8,
+                  Shift1:8, Off:32, _/binary>> ->
+                    slot_word_probes(O, D, SlotShift, Shift1, Off, S);
                 <<"fh", 1, _:8, _:128, Nl:32, ?FRAGHASH_INLINE_LOW_BITS, _Mask:32, Half:32,
                   _/binary>> ->
                     lists:seq(0, 4 * max(Half, Nl));
@@ -178,6 +181,29 @@ word_probes(Shift, Base, Bin) ->
                     end,
            [First, First + OffMask | lists:append([[X - 1, X] || X <- Inside])]
        end || {I, E} <- lists:zip(lists:seq(0, N - 1), [E || <<E:32>> <= Buckets])]).
+
+%% The first and last hash of every bucket of a slot-word lookup (words
+%% from byte `Base' of `Bin'), and both sides of every segment start inside
+%% one (see the NIF's lookup_slot_words).
+slot_word_probes(O, D, SlotShift, Shift, Base, Bin) ->
+    N = 1 bsl (32 - Shift),
+    <<_:Base/binary, Buckets:N/binary-unit:64, _/binary>> = Bin,
+    lists:append(
+      [begin
+           First = I bsl Shift,
+           Inside = if
+                        E < 1 bsl 58 ->
+                            Start1 = (E bsr (2 * O)) band ((1 bsl D) - 1),
+                            Start2 = (E bsr (3 * O + D)) band ((1 bsl D) - 1),
+                            [First + (X bsl SlotShift) || X <- [Start1, Start2], X > 0];
+                        true ->
+                            J = Base + (E band ((1 bsl 58) - 1)),
+                            <<_:J/binary, _:32, K:32, Pairs:K/binary-unit:64,
+                              _/binary>> = Bin,
+                            [Start || <<Start:32, _:32>> <= Pairs]
+                    end,
+           [First, First + (1 bsl Shift) - 1 | lists:append([[X - 1, X] || X <- Inside])]
+       end || {I, E} <- lists:zip(lists:seq(0, N - 1), [E || <<E:64>> <= Buckets])]).
 
 %% Rings too large for the state to carry their lookup: 100 fragments
 %% (10,000 points) are looked up in a published tuple of buckets, 400

@@ -35,6 +35,7 @@
 pub mod built;
 pub mod cache;
 pub mod lookup;
+pub mod lookup_slot_words;
 pub mod lookup_words;
 pub mod mnesia;
 pub mod recipe;

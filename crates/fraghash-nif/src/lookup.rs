@@ -40,6 +40,7 @@
 use fraghash::scheme::slots::Slots;
 use fraghash::{widen_phash2, AnyScheme, FragmentScheme, SchemeSpec};
 
+pub use crate::lookup_slot_words::SlotWordIndex;
 pub use crate::lookup_words::WordIndex;
 
 /// Past this many segments a lookup is a [`WordIndex`] (a binary of 32-bit
@@ -52,8 +53,11 @@ pub use crate::lookup_words::WordIndex;
 pub const WORDS_ABOVE_SEGMENTS: usize = 1 << 15;
 
 /// Buckets per segment of a lookup carried in the hash state
-/// ([`ErlangLookup::inline`]): two, so that about 6% of the buckets need an
-/// overflow record and the words stay about 5 bytes per segment.
+/// ([`ErlangLookup::inline`]): two. For a ring's 32-bit words, about 6% of
+/// the buckets then need an overflow record and the words take about 5
+/// bytes per segment; `slots` words take 16 bytes per segment, and a
+/// table created with `n - 1` fragments and grown by one had no overflow
+/// record at 50, 400 or 4,000 fragments.
 pub const INLINE_BUCKETS_PER_SEGMENT: usize = 2;
 
 /// Most bucket bits of a [`RangeIndex`]: 2^20 buckets, an 8 MiB tuple. Past
@@ -74,6 +78,10 @@ pub enum ErlangLookup {
     /// Owners of segments, as 32-bit words in a binary: the layout for many
     /// segments (a ring of many fragments), see [`WordIndex`].
     Words(WordIndex),
+    /// Owners of `slots` segments, as 64-bit words that name two starts in
+    /// slot units: the layout a `slots` state carries, see
+    /// [`SlotWordIndex`].
+    SlotWords(SlotWordIndex),
     /// Mnesia's linear hashing: `A = H band Mask`, less `Half` when
     /// `A >= Fragments`.
     LowBits {
@@ -227,10 +235,11 @@ impl ErlangLookup {
     }
 
     /// The lookup a state carries inside itself, when it is at most
-    /// `max_bytes`: linear's parameters, or the words of `slots` and `ring`
-    /// segments with [`INLINE_BUCKETS_PER_SEGMENT`] buckets per segment.
-    /// `None` for `jump` and for larger tables (then the lookup is
-    /// published, see [`ErlangLookup::build`]).
+    /// `max_bytes`: linear's parameters, the slot words of `slots`
+    /// ([`SlotWordIndex`]) or the words of `ring` segments, with
+    /// [`INLINE_BUCKETS_PER_SEGMENT`] buckets per segment. `None` for `jump`
+    /// and for larger tables (then the lookup is published, see
+    /// [`ErlangLookup::build`]).
     pub fn inline(scheme: &AnyScheme, tokens_below: u64, max_bytes: usize) -> Option<ErlangLookup> {
         if let AnyScheme::Linear(_) = scheme {
             return ErlangLookup::build(scheme, tokens_below);
@@ -239,9 +248,12 @@ impl ErlangLookup {
         if segments.len() * INLINE_BUCKETS_PER_SEGMENT * 4 > max_bytes {
             return None;
         }
-        WordIndex::with_buckets_per_segment(&segments, INLINE_BUCKETS_PER_SEGMENT)
-            .filter(|w| w.byte_len() <= max_bytes)
-            .map(ErlangLookup::Words)
+        match scheme {
+            AnyScheme::Slots(s) => inline_slot_words(&segments, s.slot_bits(), max_bytes),
+            _ => WordIndex::with_buckets_per_segment(&segments, INLINE_BUCKETS_PER_SEGMENT)
+                .filter(|w| w.byte_len() <= max_bytes)
+                .map(ErlangLookup::Words),
+        }
     }
 
     /// [`ErlangLookup::inline`] for a new `slots` table of these weights,
@@ -259,9 +271,7 @@ impl ErlangLookup {
         if segments.len() * INLINE_BUCKETS_PER_SEGMENT * 4 > max_bytes {
             return None;
         }
-        WordIndex::with_buckets_per_segment(&segments, INLINE_BUCKETS_PER_SEGMENT)
-            .filter(|w| w.byte_len() <= max_bytes)
-            .map(ErlangLookup::Words)
+        inline_slot_words(&segments, bits, max_bytes)
     }
 
     /// Whether a state of `spec` with `fragments` fragments can carry its
@@ -288,6 +298,7 @@ impl ErlangLookup {
         match self {
             ErlangLookup::Ranges(r) => r.locate(h32),
             ErlangLookup::Words(w) => w.locate(h32),
+            ErlangLookup::SlotWords(w) => w.locate(h32),
             ErlangLookup::LowBits {
                 mask,
                 half,
@@ -302,6 +313,16 @@ impl ErlangLookup {
             }
         }
     }
+}
+
+/// The slot words of `slots` segments, at most `max_bytes`.
+fn inline_slot_words(
+    segments: &[(u32, u32)],
+    slot_bits: u32,
+    max_bytes: usize,
+) -> Option<ErlangLookup> {
+    SlotWordIndex::new(segments, slot_bits, INLINE_BUCKETS_PER_SEGMENT, max_bytes)
+        .map(ErlangLookup::SlotWords)
 }
 
 /// The segments of `slots` and `ring` schemes (`None` for the others):

@@ -53,6 +53,7 @@ fn check(r: &Recipe, random: usize) {
         let shift = match l {
             ErlangLookup::Ranges(r) => r.shift,
             ErlangLookup::Words(w) => w.shift,
+            ErlangLookup::SlotWords(w) => w.bucket_shift,
             ErlangLookup::LowBits { .. } => 32,
         };
         for h in probes(&s, &segments, shift, random) {
@@ -222,16 +223,22 @@ fn words_layout() {
 #[test]
 fn inline_lookups() {
     let s = Recipe::new("slots", 50, &[]).unwrap().build().unwrap();
-    // 50 segments, two buckets each: 128 words, and a few overflow records.
-    let Some(ErlangLookup::Words(w)) = ErlangLookup::inline(&s, 50, 2048) else {
+    // 50 segments, two buckets each: 128 slot words (1 KiB), no overflow.
+    let Some(ErlangLookup::SlotWords(w)) = ErlangLookup::inline(&s, 50, 2048) else {
         panic!("a 50-fragment slots table fits in 2 KiB");
     };
-    assert_eq!(w.shift, 32 - 7);
-    assert!(w.byte_len() <= 2048, "{}", w.byte_len());
+    assert_eq!(w.bucket_shift, 32 - 7);
+    assert_eq!((w.words.len(), w.overflow.len()), (128, 0));
     // Too large for the bound: published instead.
     assert_eq!(ErlangLookup::inline(&s, 50, 256), None);
     let big = AnyScheme::new("slots", 400).unwrap();
     assert_eq!(ErlangLookup::inline(&big, 400, 2048), None);
+    // A ring carries 32-bit words.
+    let r = AnyScheme::new("ring:10", 4).unwrap();
+    assert!(matches!(
+        ErlangLookup::inline(&r, 4, 2048),
+        Some(ErlangLookup::Words(_))
+    ));
     // Linear always carries its two parameters; jump never has a table.
     let l = AnyScheme::new("linear", 5).unwrap();
     assert!(matches!(
@@ -240,6 +247,82 @@ fn inline_lookups() {
     ));
     let j = AnyScheme::new("jump", 5).unwrap();
     assert_eq!(ErlangLookup::inline(&j, 5, 1 << 20), None);
+}
+
+#[test]
+fn slot_words_layout() {
+    // 256 slots (shift 24) over 8 buckets of 32 slots (shift 29): slot
+    // offsets of 5 bits, owners of 2 bits.
+    let slot = |i: u32| i << 24;
+    let segments = [
+        (0, 1),         // buckets 0-1: owner 1 throughout
+        (slot(70), 2),  // bucket 2: one start, at offset 6
+        (slot(100), 3), // bucket 3: two starts, offsets 4 and 9
+        (slot(105), 1), //
+        (slot(128), 2), // bucket 4 starts with owner 2 (no start inside)
+        (slot(161), 3), // bucket 5: three starts: an overflow record
+        (slot(170), 2), //
+        (slot(180), 3), //
+    ];
+    let w = SlotWordIndex::new(&segments, 8, 1, usize::MAX).unwrap();
+    assert_eq!((w.bucket_shift, w.slot_shift, w.owner_bits), (29, 24, 2));
+    assert_eq!(w.params(), 2 << 24 | 5 << 16 | 24 << 8 | 29);
+    // [start2: 5][owner2: 2][start1: 5][owner1: 2][owner0: 2]
+    let word =
+        |s2: u64, o2: u64, s1: u64, o1: u64, o0: u64| s2 << 11 | o2 << 9 | s1 << 4 | o1 << 2 | o0;
+    assert_eq!(w.words[0], word(0, 1, 0, 1, 1));
+    assert_eq!(w.words[2], word(6, 2, 6, 2, 1));
+    assert_eq!(w.words[3], word(9, 1, 4, 3, 2));
+    assert_eq!(w.words[4], word(0, 2, 0, 2, 2));
+    // Bucket 5's record: the first after the 8 words (byte 64).
+    assert_eq!(w.words[5], 1 << 58 | 64);
+    assert_eq!(
+        w.overflow,
+        vec![2, 3, slot(161), 3, slot(170), 2, slot(180), 3]
+    );
+    let at = |i: u32| w.locate(slot(i));
+    assert_eq!((at(0), at(69), at(70), at(99), at(100)), (1, 1, 2, 2, 3));
+    assert_eq!(
+        (at(104), at(105), at(127), at(128), at(160)),
+        (3, 1, 1, 2, 2)
+    );
+    assert_eq!(
+        (at(161), at(169), at(170), at(180), at(255)),
+        (3, 3, 2, 3, 3)
+    );
+    assert_eq!(w.locate(slot(70) - 1), 1);
+    assert_eq!(w.locate(u32::MAX), 3);
+    // Big-endian bytes, as Erlang reads them: words, then records.
+    let bytes = w.to_be_bytes();
+    assert_eq!(bytes.len(), 8 * 8 + 4 * 8);
+    assert_eq!(bytes[5 * 8], 0x04);
+    assert_eq!(bytes[64..68], [0, 0, 0, 2]);
+    // Starts off the slot grid are not slot segments.
+    assert_eq!(
+        SlotWordIndex::new(&[(0, 1), (slot(3) + 1, 2)], 8, 1, usize::MAX),
+        None
+    );
+}
+
+#[test]
+fn grown_slots_words_rarely_overflow() {
+    // A table created with n - 1 fragments, then grown by one: the donors'
+    // tails make pairs of starts a few slots apart, which one word holds.
+    for n in [50u32, 400, 4000] {
+        let mut r = Recipe::new("slots", n - 1, &[]).unwrap();
+        r.push(ADD);
+        let s = r.build().unwrap();
+        let Some(ErlangLookup::SlotWords(w)) = ErlangLookup::inline(&s, n.into(), 65536) else {
+            panic!("{n} fragments carry slot words");
+        };
+        let overflowing = w.words.iter().filter(|&&e| e >> 58 != 0).count();
+        assert!(
+            overflowing * 50 <= w.words.len(),
+            "{n} fragments: {overflowing} of {} buckets overflow",
+            w.words.len()
+        );
+        check(&r, 20_000);
+    }
 }
 
 #[test]

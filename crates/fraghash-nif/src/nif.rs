@@ -27,6 +27,7 @@ mod atoms {
         none,
         ranges,
         words,
+        slot_words,
         low_bits,
     }
 }
@@ -239,9 +240,12 @@ fn lookup_table<'a>(env: Env<'a>, digest: Binary<'a>, bytes: Term<'a>) -> NifRes
 }
 
 /// The lookup a hash state carries inside itself when it takes at most
-/// `MaxBytes` ([`ErlangLookup::inline`]): `{words, Shift, Binary}` (two
-/// buckets per segment), `{low_bits, Mask, Half, N}` (`linear`), or `none`
-/// (`jump`, or a larger table: its lookup is published instead).
+/// `MaxBytes` ([`ErlangLookup::inline`]): `{slot_words, Params, Binary}`
+/// (`slots`, see [`crate::lookup_slot_words`]; `Params` as
+/// [`crate::lookup::SlotWordIndex::params`]), `{words, Shift, Binary}`
+/// (`ring`, two buckets per segment), `{low_bits, Mask, Half, N}`
+/// (`linear`), or `none` (`jump`, or a larger table: its lookup is
+/// published instead).
 #[rustler::nif(schedule = "DirtyCpu")]
 fn inline_table<'a>(
     env: Env<'a>,
@@ -273,12 +277,14 @@ fn encode_lookup(env: Env, lookup: Option<ErlangLookup>) -> Term {
             fragments,
         }) => (atoms::low_bits(), mask, half, fragments).encode(env),
         Some(ErlangLookup::Words(w)) => {
-            let bytes = w.to_be_bytes();
-            let mut bin = NewBinary::new(env, bytes.len());
-            bin.as_mut_slice().copy_from_slice(&bytes);
-            let bin: Binary = bin.into();
-            (atoms::words(), w.shift, bin).encode(env)
+            (atoms::words(), w.shift, binary(env, &w.to_be_bytes())).encode(env)
         }
+        Some(ErlangLookup::SlotWords(w)) => (
+            atoms::slot_words(),
+            w.params(),
+            binary(env, &w.to_be_bytes()),
+        )
+            .encode(env),
         Some(ErlangLookup::Ranges(r)) => {
             let buckets: Vec<Term> = r
                 .buckets

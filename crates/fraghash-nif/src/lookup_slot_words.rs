@@ -1,0 +1,225 @@
+//! The lookup a `slots` hash state carries: one 64-bit word per bucket
+//! that answers a lookup by itself, with no second read and no call, for
+//! buckets where up to two segments start.
+//!
+//! A `slots` segment always starts on a slot boundary (`H >> slot_shift`
+//! changes there), so where a segment starts inside a bucket is a slot
+//! offset of `d = slot_bits - bucket_bits` bits, not a 32-bit hash. That
+//! leaves room in a word for three owners and two starts, which covers the
+//! buckets a grown table has: an `add_frag` cuts the tail off each donor's
+//! run, so its starts come in pairs (the new fragment's piece, then the
+//! next run), a few slots apart. The word layout, high bits first, `o`
+//! bits per owner:
+//!
+//! ```text
+//! bit 58 = 0: [start2: d][owner2: o][start1: d][owner1: o][owner0: o]
+//! bit 58 = 1: the byte offset of an overflow record, from the words' start
+//! ```
+//!
+//! With `x` the slot offset of `H` inside its bucket, the owner is `owner2`
+//! if `x >= start2`, else `owner1` if `x >= start1`, else `owner0`. A
+//! bucket inside one segment has both starts 0 and its owner in `owner2`;
+//! a bucket with one start has `start2 = start1`. Every word is below
+//! 2^59, so Erlang reads it as a small integer. `3o + 2d <= 58`, which
+//! bounds the bucket count from below (at 4,000 fragments, `o = 12`, so
+//! `d <= 11`). A bucket where three or more segments start is an overflow
+//! record, as in [`crate::lookup_words`]: the owner at the bucket's first
+//! `H`, a count `k`, then `k` pairs `(start H, owner)`, 32-bit words.
+//!
+//! Tables created with `n - 1` fragments and grown by one `add_frag` need
+//! no overflow record at 50, 400 or 4,000 fragments (1 KiB, 8 KiB and
+//! 64 KiB of words): every lookup is one word read and some arithmetic.
+//! The 32-bit layout sent a lookup in 40% of the buckets of the same
+//! 50-fragment table to a second word or an overflow record.
+
+use crate::lookup::bucket_bits;
+
+/// Bit 58: the word is an overflow record's offset.
+const OVERFLOW: u64 = 1 << 58;
+/// Most bits for `3o + 2d`.
+const FIELD_BITS: u32 = 58;
+
+/// A `slots` placement as 64-bit bucket words (see the module docs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlotWordIndex {
+    /// `H >> bucket_shift` is the bucket.
+    pub bucket_shift: u32,
+    /// `H >> slot_shift` is the slot.
+    pub slot_shift: u32,
+    /// Bits of an owner.
+    pub owner_bits: u32,
+    /// The bucket words.
+    pub words: Vec<u64>,
+    /// The overflow records, 32-bit words, after the bucket words.
+    pub overflow: Vec<u32>,
+}
+
+impl SlotWordIndex {
+    /// Lays out segments (sorted `(start, owner)`, the first at 0, every
+    /// start a multiple of `2^(32 - slot_bits)`) over `per_segment` buckets
+    /// per segment (rounded up to a power of two, at most one per slot),
+    /// fewer while the bytes exceed `max_bytes`. `None` when no bucket count
+    /// fits both `max_bytes` and the word's fields.
+    pub fn new(
+        segments: &[(u32, u32)],
+        slot_bits: u32,
+        per_segment: usize,
+        max_bytes: usize,
+    ) -> Option<SlotWordIndex> {
+        if slot_bits == 0 || slot_bits > 32 {
+            return None;
+        }
+        let slot_shift = 32 - slot_bits;
+        let aligned = segments.first().map(|s| s.0) == Some(0)
+            && segments
+                .iter()
+                .all(|s| u64::from(s.0) & ((1u64 << slot_shift) - 1) == 0);
+        if !aligned {
+            return None;
+        }
+        let max_owner = segments.iter().map(|s| s.1).max()?;
+        let owner_bits = (32 - max_owner.leading_zeros()).max(1);
+        let d_max = FIELD_BITS.checked_sub(3 * owner_bits)? / 2;
+        let min_bits = slot_bits.saturating_sub(d_max).max(1);
+        let mut bits = bucket_bits(per_segment.max(1) * segments.len()).min(slot_bits);
+        if bits < min_bits {
+            bits = min_bits;
+        }
+        loop {
+            let index = SlotWordIndex::with_bits(segments, slot_shift, owner_bits, bits)?;
+            if index.byte_len() <= max_bytes {
+                return Some(index);
+            }
+            if bits <= min_bits {
+                return None;
+            }
+            bits -= 1;
+        }
+    }
+
+    fn with_bits(
+        segments: &[(u32, u32)],
+        slot_shift: u32,
+        owner_bits: u32,
+        bits: u32,
+    ) -> Option<SlotWordIndex> {
+        let bucket_shift = 32 - bits;
+        let d = bucket_shift - slot_shift;
+        let (o, dd) = (u64::from(owner_bits), u64::from(d));
+        let mut words = Vec::with_capacity(1 << bits);
+        let mut overflow: Vec<u32> = Vec::new();
+        let mut seg = 0usize;
+        for b in 0..(1u64 << bits) {
+            let first = b << bucket_shift;
+            let last = first + (1u64 << bucket_shift) - 1;
+            while seg + 1 < segments.len() && u64::from(segments[seg + 1].0) <= first {
+                seg += 1;
+            }
+            let owner0 = u64::from(segments[seg].1);
+            let inside = segments[seg + 1..]
+                .iter()
+                .take_while(|s| u64::from(s.0) <= last);
+            let starts: Vec<(u64, u64)> = inside
+                .map(|s| ((u64::from(s.0) - first) >> slot_shift, u64::from(s.1)))
+                .collect();
+            let word = match starts[..] {
+                [] => owner0 << (2 * o + dd) | owner0 << o | owner0,
+                [(s1, o1)] => {
+                    s1 << (3 * o + dd) | o1 << (2 * o + dd) | s1 << (2 * o) | o1 << o | owner0
+                }
+                [(s1, o1), (s2, o2)] => {
+                    s2 << (3 * o + dd) | o2 << (2 * o + dd) | s1 << (2 * o) | o1 << o | owner0
+                }
+                _ => {
+                    let at = u64::try_from(4 * overflow.len()).ok()?;
+                    overflow.push(segments[seg].1);
+                    overflow.push(u32::try_from(starts.len()).ok()?);
+                    for s in &segments[seg + 1..seg + 1 + starts.len()] {
+                        overflow.push(s.0);
+                        overflow.push(s.1);
+                    }
+                    OVERFLOW | at
+                }
+            };
+            words.push(word);
+        }
+        // Overflow offsets count from the words' start: shift them past the
+        // bucket words.
+        let base = 8 * words.len() as u64;
+        for w in &mut words {
+            if *w & OVERFLOW != 0 {
+                *w += base;
+            }
+        }
+        Some(SlotWordIndex {
+            bucket_shift,
+            slot_shift,
+            owner_bits,
+            words,
+            overflow,
+        })
+    }
+
+    /// Slot bits inside a bucket.
+    pub fn slot_offset_bits(&self) -> u32 {
+        self.bucket_shift - self.slot_shift
+    }
+
+    /// The four layout parameters as one 32-bit integer, as the state's
+    /// head holds them: owner bits, slot offset bits, slot shift, bucket
+    /// shift, a byte each from the high end.
+    pub fn params(&self) -> u32 {
+        self.owner_bits << 24
+            | self.slot_offset_bits() << 16
+            | self.slot_shift << 8
+            | self.bucket_shift
+    }
+
+    /// The owner (1-based) of `H`, computed as Erlang does from the words
+    /// (`include/fraghash_lookup.hrl`).
+    pub fn locate(&self, h32: u32) -> u32 {
+        let e = self.words[(h32 >> self.bucket_shift) as usize];
+        let o = self.owner_bits;
+        let d = self.slot_offset_bits();
+        let o_mask = (1u64 << o) - 1;
+        let d_mask = (1u64 << d) - 1;
+        if e & OVERFLOW == 0 {
+            let x = u64::from(h32 >> self.slot_shift) & d_mask;
+            let u = e >> o;
+            let v = u >> o;
+            let owner = if x >= v & d_mask {
+                let w = v >> d;
+                if x >= w >> o {
+                    w & o_mask
+                } else {
+                    u & o_mask
+                }
+            } else {
+                e & o_mask
+            };
+            owner as u32
+        } else {
+            let j = ((e & !OVERFLOW) as usize - 8 * self.words.len()) / 4;
+            let k = self.overflow[j + 1] as usize;
+            self.overflow[j + 2..j + 2 + 2 * k]
+                .chunks(2)
+                .take_while(|pair| pair[0] <= h32)
+                .last()
+                .map_or(self.overflow[j], |pair| pair[1])
+        }
+    }
+
+    /// Bytes of the words and records.
+    pub fn byte_len(&self) -> usize {
+        8 * self.words.len() + 4 * self.overflow.len()
+    }
+
+    /// Big-endian bytes, as Erlang's bit syntax reads them by default: the
+    /// bucket words, then the overflow records.
+    pub fn to_be_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.byte_len());
+        out.extend(self.words.iter().flat_map(|w| w.to_be_bytes()));
+        out.extend(self.overflow.iter().flat_map(|w| w.to_be_bytes()));
+        out
+    }
+}
