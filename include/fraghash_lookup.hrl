@@ -29,9 +29,9 @@
 fraghash_locate(S, H) ->
     case S of
         <<"fh", 1, _:8, _:128, _:32, ?FRAGHASH_INLINE_SLOT_WORDS, O:8, D:8, SlotShift:8, Shift:8,
-          Off:32, _/binary>> ->
-            P = Off + ((H bsr Shift) bsl 3),
-            <<_:P/binary, E:64, _/binary>> = S,
+          Off:32, _:(Off - ?FRAGHASH_STATE_HEAD_BYTES + ((H bsr Shift) bsl 3))/binary, E:64,
+          _/binary>> ->
+            %% One match reads the head and the bucket's word.
             if
                 E < 16#400000000000000 ->
                     %% [Start2][Owner2][Start1][Owner1][Owner0], low bits last.
