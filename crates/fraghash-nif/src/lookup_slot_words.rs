@@ -33,6 +33,7 @@
 //! 50-fragment table to a second word or an overflow record.
 
 use crate::lookup::bucket_bits;
+use crate::lookup_words::{overflow_owner, push_overflow};
 
 /// Bit 58: the word is an overflow record's offset.
 const OVERFLOW: u64 = 1 << 58;
@@ -132,12 +133,8 @@ impl SlotWordIndex {
                 }
                 _ => {
                     let at = u64::try_from(4 * overflow.len()).ok()?;
-                    overflow.push(segments[seg].1);
-                    overflow.push(u32::try_from(starts.len()).ok()?);
-                    for s in &segments[seg + 1..seg + 1 + starts.len()] {
-                        overflow.push(s.0);
-                        overflow.push(s.1);
-                    }
+                    let inside = &segments[seg + 1..seg + 1 + starts.len()];
+                    push_overflow(&mut overflow, segments[seg].1, inside)?;
                     OVERFLOW | at
                 }
             };
@@ -200,12 +197,7 @@ impl SlotWordIndex {
             owner as u32
         } else {
             let j = ((e & !OVERFLOW) as usize - 8 * self.words.len()) / 4;
-            let k = self.overflow[j + 1] as usize;
-            self.overflow[j + 2..j + 2 + 2 * k]
-                .chunks(2)
-                .take_while(|pair| pair[0] <= h32)
-                .last()
-                .map_or(self.overflow[j], |pair| pair[1])
+            overflow_owner(&self.overflow[j..], h32)
         }
     }
 

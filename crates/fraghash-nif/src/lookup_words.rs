@@ -79,12 +79,7 @@ impl WordIndex {
                     let index = u32::try_from(words.len())
                         .ok()
                         .filter(|i| *i <= INDEX_MASK)?;
-                    words.push(*first);
-                    words.push(rest.len() as u32);
-                    for &(start, owner) in rest {
-                        words.push(start);
-                        words.push(owner);
-                    }
+                    push_overflow(&mut words, *first, rest)?;
                     OVERFLOW | index
                 }
                 _ => return None,
@@ -109,13 +104,7 @@ impl WordIndex {
                 w & ((1 << owner_bits) - 1)
             }
         } else {
-            let j = (w & INDEX_MASK) as usize;
-            let k = self.words[j + 1] as usize;
-            self.words[j + 2..j + 2 + 2 * k]
-                .chunks(2)
-                .take_while(|pair| pair[0] <= h32)
-                .last()
-                .map_or(self.words[j], |pair| pair[1])
+            overflow_owner(&self.words[(w & INDEX_MASK) as usize..], h32)
         }
     }
 
@@ -140,4 +129,29 @@ impl WordIndex {
     pub fn to_be_bytes(&self) -> Vec<u8> {
         self.words.iter().flat_map(|w| w.to_be_bytes()).collect()
     }
+}
+
+/// Appends an overflow record: the owner at the bucket's first `H`, the
+/// count `k` of segments that start inside the bucket, then their `k`
+/// `(start, owner)` pairs. `None` when the count does not fit 32 bits.
+pub(crate) fn push_overflow(out: &mut Vec<u32>, first: u32, starts: &[(u32, u32)]) -> Option<()> {
+    out.push(first);
+    out.push(u32::try_from(starts.len()).ok()?);
+    for &(start, owner) in starts {
+        out.push(start);
+        out.push(owner);
+    }
+    Some(())
+}
+
+/// The owner of `H` from the overflow record `record` begins with (as
+/// [`push_overflow`] writes it): the owner of the last pair whose start is
+/// at or below `H`, else the bucket's first owner.
+pub(crate) fn overflow_owner(record: &[u32], h32: u32) -> u32 {
+    let k = record[1] as usize;
+    record[2..2 + 2 * k]
+        .chunks(2)
+        .take_while(|pair| pair[0] <= h32)
+        .last()
+        .map_or(record[0], |pair| pair[1])
 }
