@@ -162,14 +162,15 @@ set_step_hook(Fun) when is_function(Fun, 2) ->
 %%% add_frag
 
 do_add_frag(Tab, Nodes, Relieve) ->
-    {_Mod, _S, N} = hash(Tab),
+    {Mod, S, N} = hash(Tab),
     New = frag_name(Tab, N + 1),
     ok = fraghash_frag_recovery:remove_leftover_files(New),
+    Donors = donors(Tab, Mod, S, Relieve),
     step(Tab, add_schema),
     Journal =
         fun(Moves) ->
                 check_only_moves_to(New, Moves),
-                Entry = #{op => add, n => N, moves => moves(Moves)},
+                Entry = #{op => add, n => N, moves => moves(Moves), donors => Donors},
                 ok = fraghash_journal:write_from_other_process(Tab, Entry),
                 step(Tab, add_journaled)
         end,
@@ -185,6 +186,16 @@ do_add_frag(Tab, Nodes, Relieve) ->
             %% rewrite the records it holds with the same values.
             ok = fraghash_journal:delete(Tab),
             Aborted
+    end.
+
+%% The fragments an add_frag scans (the hash module's `IterFrags', as
+%% Mnesia will ask for them): only there can a key change fragment.
+donors(Tab, Mod, S, Relieve) ->
+    put(fraghash_relieve, Relieve),
+    try Mod:add_frag(S) of
+        {_NewState, Iter, _Lock} -> [frag_name(Tab, I) || I <- Iter]
+    after
+        erase(fraghash_relieve)
     end.
 
 %% The moves of an add_frag: each record written into the new fragment and
