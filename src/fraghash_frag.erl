@@ -30,7 +30,7 @@
 -export([add_frag/2, relieve/3, del_frag/1, recover/0, recover/1, stale_copies/1, repair/1,
          hash/1, frag_name/2, disc_bytes/1, set_step_hook/1]).
 %% Shared with fraghash_frag_recovery.
--export([batches/2, durable/2, step/2]).
+-export([batches/2, durable/2, step/2, misplaced/2, move_misplaced/1]).
 -export([distribution/1, info/1, fragment_size/1]).
 
 -include("fraghash.hrl").
@@ -120,19 +120,23 @@ stale_copies(Tab) ->
 -spec repair(atom()) -> {atomic, non_neg_integer()} | {aborted, term()}.
 repair(Tab) ->
     Bad = misplaced(Tab),
-    Fix = fun({From, To, K}) ->
-                  case mnesia:read(To, K, write) of
-                      [] ->
-                          [mnesia:write(To, R, write) || R <- mnesia:read(From, K, write)];
-                      _ ->
-                          ok
-                  end,
-                  mnesia:delete(From, K, write)
-          end,
-    case batches(Fix, Bad) of
+    case move_misplaced(Bad) of
         {atomic, ok} -> {atomic, length(Bad)};
         Aborted -> Aborted
     end.
+
+%% @private Moves each misplaced `{From, To, Key}' (as misplaced/2 gives
+%% them) to its right fragment `To', unless `To' holds the key already;
+%% deletes it from `From' in either case. Ordinary transactions.
+-spec move_misplaced([{atom(), atom(), term()}]) -> {atomic, ok} | {aborted, term()}.
+move_misplaced(Items) ->
+    batches(fun({From, To, K}) ->
+                    case mnesia:read(To, K, write) of
+                        [] -> [mnesia:write(To, R, write) || R <- mnesia:read(From, K, write)];
+                        _ -> ok
+                    end,
+                    mnesia:delete(From, K, write)
+            end, Items).
 
 %% @doc A fragmented table's hash module, hash state and fragment count, as
 %% its `frag_properties' give them on this node.
@@ -478,10 +482,16 @@ fragment_info(I, Frag) ->
 %%% Internals
 
 misplaced(Tab) ->
-    {Mod, S, N} = hash(Tab),
+    {_Mod, _S, N} = hash(Tab),
+    misplaced(Tab, [frag_name(Tab, F) || F <- lists:seq(1, N)]).
+
+%% @private `{From, To, Key}' for each key of the fragments `Frags' (table
+%% names) that the hash module routes to another fragment `To'.
+-spec misplaced(atom(), [atom()]) -> [{atom(), atom(), term()}].
+misplaced(Tab, Frags) ->
+    {Mod, S, _N} = hash(Tab),
     lists:append(
-      [[{frag_name(Tab, F), frag_name(Tab, Right), K}
-        || {K, Right} <- [{K, Mod:key_to_frag_number(S, K)}
-                          || K <- mnesia:dirty_all_keys(frag_name(Tab, F))],
-           Right =/= F]
-       || F <- lists:seq(1, N)]).
+      [[{From, To, K} || K <- mnesia:dirty_all_keys(From),
+                         To <- [frag_name(Tab, Mod:key_to_frag_number(S, K))],
+                         To =/= From]
+       || From <- Frags]).

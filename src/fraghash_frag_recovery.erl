@@ -65,7 +65,7 @@ finish_add(Tab, #{op := add, n := N, moves := Moves} = Entry, When) ->
          end,
     %% Entries written before the donors were journaled name them by moves.
     Donors = maps:get(donors, Entry, lists:usort([F || {_K, F, _To, _Rec} <- Left])),
-    ok = lists:foreach(fun(From) -> sweep(Tab, From) end, Donors),
+    ok = sweep(Tab, Donors),
     ok = durable(Tab, N + 1),
     step(Tab, add_done),
     fraghash_journal:delete(Tab).
@@ -98,34 +98,19 @@ settle_moved(Tab, Moves) ->
 %% A key that a writer inserted into a donor of the add after routing it
 %% with the hash state from before the change (Mnesia's routing race: the
 %% writer waited for the change's locks) is in no move: it sits in the
-%% donor, where lookups no longer go. Under a table lock on the donor,
-%% which such writers (older transactions) get first, every key of the
-%% donor that the hash module now routes elsewhere is moved there, unless
-%% the fragment it is routed to holds the key already (written there since,
-%% by a writer that routed it right).
-sweep(Tab, From) ->
-    {Mod, S, _N} = hash(Tab),
-    Routed = fun(K) -> frag_name(Tab, Mod:key_to_frag_number(S, K)) end,
+%% donor, where lookups no longer go. Under table locks on the donors,
+%% which such writers (older transactions) get first, every key of a donor
+%% that the hash module now routes elsewhere is moved there, unless the
+%% fragment it is routed to holds the key already (written there since, by
+%% a writer that routed it right).
+sweep(Tab, Donors) ->
     {atomic, Away} =
         mnesia:transaction(
           fun() ->
-                  mnesia:lock({table, From}, write),
-                  [K || K <- mnesia:all_keys(From), Routed(K) =/= From]
+                  [mnesia:lock({table, From}, write) || From <- Donors],
+                  fraghash_frag:misplaced(Tab, Donors)
           end),
-    {atomic, ok} =
-        batches(fun(K) ->
-                        case mnesia:read(From, K, write) of
-                            [Rec] ->
-                                To = Routed(K),
-                                case mnesia:read(To, K, write) of
-                                    [] -> mnesia:write(To, Rec, write);
-                                    _ -> ok
-                                end,
-                                mnesia:delete(From, K, write);
-                            [] ->
-                                ok
-                        end
-                end, Away),
+    {atomic, ok} = fraghash_frag:move_misplaced(Away),
     ok.
 
 %% @doc After a committed del_frag: the merged records were already in
