@@ -92,25 +92,49 @@ kill_run(Dir, Run) ->
     Port = start_child(Dir, Run, "work"),
     {os_pid, OsPid} = erlang:port_info(Port, os_pid),
     Where =
-        case rand:uniform(100) =< 20 of
-            true ->
-                %% During recovery (which finishes what the last kill left).
-                wait_mark(Marks, From, "recover_start", 120000),
-                timer:sleep(rand:uniform(30) - 1),
+        try aim_and_kill(Marks, From, OsPid)
+        catch
+            error:Why:Stack ->
+                %% The child stopped short of a mark: keep what it printed
+                %% (a crash report) and give its last lines with the error.
                 kill(OsPid),
-                last_state(Marks, From);
-            false ->
-                wait_mark(Marks, From, "running", 120000),
-                timer:sleep(100 + rand:uniform(1200)),
-                %% Aim: wait (briefly) until a migration step is under way.
-                wait_inside(Marks, From, 100),
-                timer:sleep(rand:uniform(60) - 1),
-                kill(OsPid),
-                last_state(Marks, From)
+                _ = wait_exit(Port),
+                erlang:raise(error, {Why, {run, Run}, {console_tail, console_tail(20)}},
+                             Stack)
         end,
     wait_exit(Port),
     keep_files(Dir, Run),
     Where.
+
+%% Waits for the child to reach the moment chosen for this run, kills it,
+%% returns where it was.
+aim_and_kill(Marks, From, OsPid) ->
+    case rand:uniform(100) =< 20 of
+        true ->
+            %% During recovery (which finishes what the last kill left).
+            wait_mark(Marks, From, "recover_start", 120000),
+            timer:sleep(rand:uniform(30) - 1),
+            kill(OsPid),
+            last_state(Marks, From);
+        false ->
+            wait_mark(Marks, From, "running", 120000),
+            timer:sleep(100 + rand:uniform(1200)),
+            %% Aim: wait (briefly) until a migration step is under way.
+            wait_inside(Marks, From, 100),
+            timer:sleep(rand:uniform(60) - 1),
+            kill(OsPid),
+            last_state(Marks, From)
+    end.
+
+%% The last `N' lines of the children's console.log.
+console_tail(N) ->
+    case file:read_file(filename:join(erlang:get(torture_dir), "console.log")) of
+        {ok, Bin} ->
+            Lines = binary:split(Bin, <<"\n">>, [global, trim]),
+            lists:nthtail(max(0, length(Lines) - N), Lines);
+        {error, _} ->
+            []
+    end.
 
 %% The files as the kill left them, before dets or Mnesia repair them.
 keep_files(Dir, Run) ->
