@@ -58,9 +58,10 @@ decode(<<"fh", ?FRAGHASH_STATE_LAYOUT, Code:8, Key:64, Check:64, N:32, Kind:8, _
          TabLen:16, TabBin:TabLen/binary, OptsLen:16, OptsBin:OptsLen/binary,
          BLen:32, B:BLen/binary, Inline/binary>> = S) when N >= 1 ->
     InlineOk = case Kind of
-                   ?FRAGHASH_INLINE_WORDS -> Z =:= byte_size(S) - byte_size(Inline);
-                   ?FRAGHASH_INLINE_SLOT_WORDS -> Z =:= byte_size(S) - byte_size(Inline);
-                   _ -> Inline =:= <<>>
+                   _ when Kind =:= ?FRAGHASH_INLINE_WORDS; Kind =:= ?FRAGHASH_INLINE_SLOT_WORDS ->
+                       Z =:= byte_size(S) - byte_size(Inline);
+                   _ ->
+                       Inline =:= <<>>
                end,
     case {scheme(Code), opts(OptsBin), InlineOk} of
         {{ok, Scheme}, {ok, Opts}, true} ->
