@@ -35,18 +35,20 @@ fraghash_locate(S, H) ->
             if
                 E < 16#400000000000000 ->
                     %% [Start2][Owner2][Start1][Owner1][Owner0], low bits last.
-                    X = (H bsr SlotShift) band ((1 bsl D) - 1),
+                    DMask = (1 bsl D) - 1,
+                    OMask = (1 bsl O) - 1,
+                    X = (H bsr SlotShift) band DMask,
                     U = E bsr O,
                     V = U bsr O,
                     if
-                        X >= V band ((1 bsl D) - 1) ->
+                        X >= V band DMask ->
                             W = V bsr D,
                             if
-                                X >= W bsr O -> W band ((1 bsl O) - 1);
-                                true -> U band ((1 bsl O) - 1)
+                                X >= W bsr O -> W band OMask;
+                                true -> U band OMask
                             end;
                         true ->
-                            E band ((1 bsl O) - 1)
+                            E band OMask
                     end;
                 true ->
                     J = Off + (E band 16#3FFFFFFFFFFFFFF),

@@ -32,7 +32,7 @@
 //! The 32-bit layout sent a lookup in 40% of the buckets of the same
 //! 50-fragment table to a second word or an overflow record.
 
-use crate::lookup::bucket_bits;
+use crate::lookup::{bucket_bits, Bucket, RangeIndex};
 use crate::lookup_words::{overflow_owner, push_overflow};
 
 /// Bit 58: the word is an overflow record's offset.
@@ -98,45 +98,53 @@ impl SlotWordIndex {
         }
     }
 
+    /// The words over `2^bits` buckets, from the buckets of a
+    /// [`RangeIndex`] of the same segments.
     fn with_bits(
         segments: &[(u32, u32)],
         slot_shift: u32,
         owner_bits: u32,
         bits: u32,
     ) -> Option<SlotWordIndex> {
-        let bucket_shift = 32 - bits;
-        let d = bucket_shift - slot_shift;
-        let (o, dd) = (u64::from(owner_bits), u64::from(d));
-        let mut words = Vec::with_capacity(1 << bits);
+        let r = RangeIndex::with_bits(segments, bits);
+        let bucket_shift = r.shift;
+        let (o, d) = (u64::from(owner_bits), u64::from(bucket_shift - slot_shift));
+        // A start's slot offset inside bucket `b`.
+        let offset = |b: usize, start: u32| {
+            u64::from(start - ((b as u64) << bucket_shift) as u32) >> slot_shift
+        };
         let mut overflow: Vec<u32> = Vec::new();
-        let mut seg = 0usize;
-        for b in 0..(1u64 << bits) {
-            let first = b << bucket_shift;
-            let last = first + (1u64 << bucket_shift) - 1;
-            while seg + 1 < segments.len() && u64::from(segments[seg + 1].0) <= first {
-                seg += 1;
-            }
-            let owner0 = u64::from(segments[seg].1);
-            let inside = segments[seg + 1..]
-                .iter()
-                .take_while(|s| u64::from(s.0) <= last);
-            let starts: Vec<(u64, u64)> = inside
-                .map(|s| ((u64::from(s.0) - first) >> slot_shift, u64::from(s.1)))
-                .collect();
-            let word = match starts[..] {
-                [] => owner0 << (2 * o + dd) | owner0 << o | owner0,
-                [(s1, o1)] => {
-                    s1 << (3 * o + dd) | o1 << (2 * o + dd) | s1 << (2 * o) | o1 << o | owner0
+        let mut words = Vec::with_capacity(r.buckets.len());
+        for (b, bucket) in r.buckets.iter().enumerate() {
+            let word = match bucket {
+                Bucket::Owner(owner) => {
+                    let owner = u64::from(*owner);
+                    owner << (2 * o + d) | owner << o | owner
                 }
-                [(s1, o1), (s2, o2)] => {
-                    s2 << (3 * o + dd) | o2 << (2 * o + dd) | s1 << (2 * o) | o1 << o | owner0
-                }
-                _ => {
-                    let at = u64::try_from(4 * overflow.len()).ok()?;
-                    let inside = &segments[seg + 1..seg + 1 + starts.len()];
-                    push_overflow(&mut overflow, segments[seg].1, inside)?;
-                    OVERFLOW | at
-                }
+                Bucket::Split(first, rest) => match rest[..] {
+                    [(s1, o1)] => {
+                        let (s1, o1) = (offset(b, s1), u64::from(o1));
+                        s1 << (3 * o + d)
+                            | o1 << (2 * o + d)
+                            | s1 << (2 * o)
+                            | o1 << o
+                            | u64::from(*first)
+                    }
+                    [(s1, o1), (s2, o2)] => {
+                        let (s1, o1, s2, o2) =
+                            (offset(b, s1), u64::from(o1), offset(b, s2), u64::from(o2));
+                        s2 << (3 * o + d)
+                            | o2 << (2 * o + d)
+                            | s1 << (2 * o)
+                            | o1 << o
+                            | u64::from(*first)
+                    }
+                    _ => {
+                        let at = u64::try_from(4 * overflow.len()).ok()?;
+                        push_overflow(&mut overflow, *first, rest)?;
+                        OVERFLOW | at
+                    }
+                },
             };
             words.push(word);
         }
