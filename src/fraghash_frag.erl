@@ -90,7 +90,7 @@ recover() ->
     case fraghash_journal:ensure() of
         ok ->
             Results = [{T, recover(T)} || T <- fraghash_journal:pending()],
-            case [R || {_, R} = R <- Results, element(2, R) =/= ok] of
+            case [TR || {_T, R} = TR <- Results, R =/= ok] of
                 [] -> ok;
                 Bad -> {error, Bad}
             end;
@@ -169,11 +169,16 @@ do_add_frag(Tab, Nodes, Relieve) ->
     {Mod, S, N} = hash(Tab),
     New = frag_name(Tab, N + 1),
     ok = fraghash_frag_recovery:remove_leftover_files(New),
+    ok = fraghash_snapshot:discard(Tab),
     Donors = donors(Tab, Mod, S, Relieve),
     step(Tab, add_schema),
     Journal =
         fun(Moves) ->
                 check_only_moves_to(New, Moves),
+                %% The donors' disc_only_copies files are about to be
+                %% rewritten: copied first, under the change's locks.
+                step(Tab, add_snapshot),
+                ok = fraghash_snapshot:take(Tab, Donors),
                 Entry = #{op => add, n => N, moves => moves(Moves), donors => Donors},
                 ok = fraghash_journal:write_from_other_process(Tab, Entry),
                 step(Tab, add_journaled)
@@ -189,6 +194,7 @@ do_add_frag(Tab, Nodes, Relieve) ->
             %% operation that did not happen, and recovery would only
             %% rewrite the records it holds with the same values.
             ok = fraghash_journal:delete(Tab),
+            ok = fraghash_snapshot:discard(Tab),
             Aborted
     end.
 
@@ -236,12 +242,16 @@ del_attempts(Tab, Mod, S, N, Prev, Attempts) ->
     %% crash leaves none unaccounted for.
     ok = fraghash_journal:write(Tab, #{op => del, n => N, phase => copying,
                                      copies => lists:usort(Copies ++ Prev)}),
-    ok = copy_hidden(Copies, Prev),
+    Dests = lists:usort([T || {_K, _F, T} <- Copies ++ Prev]),
+    ok = copy_hidden(Tab, Copies, Prev, Dests),
     ok = durable(Tab, N),
+    ok = fraghash_snapshot:discard(Tab),
     step(Tab, del_schema),
     Verify =
         fun(Moves) ->
                 verify_hidden_copies(Moves, Copies),
+                %% Mnesia's moves rewrite the records already there.
+                ok = fraghash_snapshot:take(Tab, Dests),
                 Entry = #{op => del, n => N, phase => verified, copies => moves(Moves)},
                 ok = fraghash_journal:write_from_other_process(Tab, Entry),
                 step(Tab, del_verified)
@@ -249,6 +259,10 @@ del_attempts(Tab, Mod, S, N, Prev, Attempts) ->
     case schema_change(Tab, del_frag, none, Verify) of
         {atomic, ok} ->
             step(Tab, del_committed),
+            %% The rewritten fragments' files are consistent once flushed;
+            %% their snapshot goes before writers can delete anything.
+            ok = durable(Tab, N - 1),
+            ok = fraghash_snapshot:discard(Tab),
             %% Dump the log now, so that the removed fragment's
             %% delete_table is never replayed at a restart after a fragment
             %% of the same number exists again.
@@ -261,6 +275,7 @@ del_attempts(Tab, Mod, S, N, Prev, Attempts) ->
         Aborted ->
             ok = fraghash_frag_recovery:undo_copies(Tab, lists:usort(Copies ++ Prev)),
             ok = fraghash_journal:delete(Tab),
+            ok = fraghash_snapshot:discard(Tab),
             Aborted
     end.
 
@@ -275,18 +290,39 @@ planned_copies(Tab, Mod, S) ->
         To =/= F].
 
 %% Copies each planned record to where it will live; for a key copied by an
-%% earlier attempt and since deleted by a writer, removes the copy.
-copy_hidden(Copies, Prev) ->
+%% earlier attempt and since deleted by a writer, removes the copy. Into
+%% disc_only_copies fragments, in one transaction that locks them and
+%% snapshots them first (see fraghash_snapshot); otherwise in batches.
+copy_hidden(Tab, Copies, Prev, Dests) ->
     Planned = maps:from_list([{{K, T}, F} || {K, F, T} <- Copies]),
     Gone = [C || {K, _F, T} = C <- Prev, not maps:is_key({K, T}, Planned)],
-    {atomic, ok} = batches(fun({K, F, T}) ->
-                                   case mnesia:read(F, K, read) of
-                                       [R] -> mnesia:write(T, R, write);
-                                       [] -> mnesia:delete(T, K, write)
-                                   end
-                           end, Copies),
-    {atomic, ok} = batches(fun({K, _F, T}) -> mnesia:delete(T, K, write) end, Gone),
+    Copy = fun({K, F, T}) ->
+                   case mnesia:read(F, K, read) of
+                       [R] -> mnesia:write(T, R, write);
+                       [] -> mnesia:delete(T, K, write)
+                   end
+           end,
+    Remove = fun({K, _F, T}) -> mnesia:delete(T, K, write) end,
+    case lists:any(fun disc_only_here/1, Dests) of
+        true ->
+            {atomic, ok} =
+                mnesia:transaction(
+                  fun() ->
+                          [mnesia:lock({table, T}, write) || T <- Dests],
+                          step(Tab, del_snapshot),
+                          ok = fraghash_snapshot:take(Tab, Dests),
+                          lists:foreach(Copy, Copies),
+                          lists:foreach(Remove, Gone)
+                  end);
+        false ->
+            {atomic, ok} = batches(Copy, Copies),
+            {atomic, ok} = batches(Remove, Gone)
+    end,
     ok.
+
+disc_only_here(Frag) ->
+    lists:member(Frag, mnesia:system_info(local_tables))
+        andalso mnesia:table_info(Frag, storage_type) =:= disc_only_copies.
 
 %% Inside the schema transaction, under its write locks on every fragment
 %% involved: each move writes a record that is already where it goes, and

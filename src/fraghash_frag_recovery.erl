@@ -19,12 +19,22 @@
 -spec recover(atom(), map()) -> ok | {error, term()}.
 recover(Tab, Entry) ->
     step(Tab, recover),
+    %% First what dets may have dropped from the disc_only_copies files of
+    %% the interrupted step (see fraghash_snapshot); the snapshot goes once
+    %% the branch below has made everything durable.
+    case fraghash_snapshot:restore(Tab, Entry) of
+        {ok, _Back} -> recover_branch(Tab, Entry);
+        {error, Reason} -> {error, {fraghash, snapshot_unreadable, Reason}}
+    end.
+
+recover_branch(Tab, Entry) ->
     {_Mod, _S, C} = hash(Tab),
     case Entry of
         #{op := add, n := N} when C =:= N + 1 -> finish_add(Tab, Entry);
         #{op := add, n := N} when C =:= N -> rollback(Tab, Entry, N, frag_name(Tab, N + 1));
         #{op := del, n := N, phase := copying} when C =:= N ->
             undo_copies(Tab, maps:get(copies, Entry)),
+            ok = fraghash_snapshot:discard(Tab),
             fraghash_journal:delete(Tab);
         #{op := del, n := N, phase := verified} when C =:= N - 1 -> finish_del(Tab, Entry);
         #{op := del, n := N, phase := verified} when C =:= N ->
@@ -58,6 +68,14 @@ finish_add(Tab, #{op := add, n := N, moves := Moves} = Entry, When) ->
     %% First flush what the schema change wrote into disc_only_copies
     %% fragments (dets's delayed-write cache), then delete.
     ok = durable(Tab, N + 1),
+    %% Right after the commit, the donors' files are consistent again and
+    %% writers are back: the snapshot goes now, so that a later restore
+    %% cannot undo their deletes. At recovery (no writers yet) it stays
+    %% until the cleanup below is durable too.
+    ok = case When of
+             after_commit -> fraghash_snapshot:discard(Tab);
+             recovery -> ok
+         end,
     Left = [M || {_K, From, _To, _Rec} = M <- Moves, From =/= none],
     ok = case When of
              after_commit -> settle_moved(Tab, Left);
@@ -67,6 +85,7 @@ finish_add(Tab, #{op := add, n := N, moves := Moves} = Entry, When) ->
     Donors = maps:get(donors, Entry, lists:usort([F || {_K, F, _To, _Rec} <- Left])),
     ok = sweep(Tab, Donors),
     ok = durable(Tab, N + 1),
+    ok = fraghash_snapshot:discard(Tab),
     step(Tab, add_done),
     fraghash_journal:delete(Tab).
 
@@ -124,6 +143,7 @@ finish_del(Tab, #{op := del, n := N, copies := Moves}) ->
     ok = drop_orphan(frag_name(Tab, N)),
     ok = remove_leftover_files(frag_name(Tab, N)),
     ok = durable(Tab, N - 1),
+    ok = fraghash_snapshot:discard(Tab),
     step(Tab, del_done),
     fraghash_journal:delete(Tab).
 
@@ -174,6 +194,7 @@ rollback(Tab, #{n := N} = Entry, N, Orphan) ->
         _ -> ok = drop_orphan(Orphan), ok = remove_leftover_files(Orphan)
     end,
     ok = durable(Tab, N),
+    ok = fraghash_snapshot:discard(Tab),
     fraghash_journal:delete(Tab).
 
 %% Deletes each {Key, Fragment} still there that the hash module routes

@@ -7,7 +7,11 @@
 %% <li>an operation whose process dies at each of its steps leaves a
 %% journal entry that `fraghash_frag:recover/0' finishes or undoes: every
 %% record once, in its fragment, with its value; the operation can be run
-%% again.</li>
+%% again;</li>
+%% <li>records that dets drops from a `disc_only_copies' file rewritten by
+%% an interrupted step (simulated: deleted from the file behind Mnesia's
+%% back) are written back from the step's snapshot, and a newer value is
+%% kept.</li>
 %% </ul>
 %% Uses the running Mnesia if there is one (with a disc schema), else
 %% starts one in `FRAGHASH_TEST_DIR'.
@@ -27,7 +31,13 @@ disc_safety_test_() ->
               [{timeout, ?T, {"plain change_table_frag refused on disc tables",
                               fun refused/0}},
                {timeout, ?T, {"relieve halves one fragment, moves nothing else",
-                              fun relieve/0}}]
+                              fun relieve/0}},
+               {timeout, ?T, {"records dets dropped during an add come back from the snapshot",
+                              fun dropped_during_add/0}},
+               {timeout, ?T, {"records dets dropped during a del come back from the snapshot",
+                              fun dropped_during_del/0}},
+               {timeout, ?T, {"an unreadable snapshot stops recovery with a reason",
+                              fun unreadable_snapshot/0}}]
               ++ [{timeout, ?T, {lists:concat([Mod, " ", Copies, ": process dies at ",
                                                Op, " step ", Step]),
                                  fun() -> interrupted(Mod, Copies, Op, Step) end}}
@@ -116,6 +126,73 @@ relieve() ->
     {aborted, _} = fraghash_frag:relieve(safety_relieve_hash, [node()], 1),
     check(safety_relieve_hash, 3),
     ?assertEqual([], fraghash_journal:pending()).
+
+%% An add dies right after its commit, with the donors' snapshot still
+%% there; dets "drops" a record kept by a donor and one moved into the new
+%% fragment, and a writer changes another kept record.
+dropped_during_add() ->
+    Tab = safety_dropped_add,
+    ok = create(Tab, mnesia_frag_slots, n_disc_only_copies),
+    ok = die_at(Tab, add_committed, fun() -> fraghash_frag:add_frag(Tab, [node()]) end),
+    ?assertMatch({ok, [_ | _]}, file:list_dir(fraghash_snapshot:dir(Tab))),
+    {_, _, 4} = fraghash_frag:hash(Tab),
+    New = fraghash_frag:frag_name(Tab, 4),
+    [Moved | _] = mnesia:dirty_all_keys(New),
+    [Kept, Changed | _] = mnesia:dirty_all_keys(fraghash_frag:frag_name(Tab, 2)),
+    ok = dets:delete(New, Moved),
+    ok = dets:delete(fraghash_frag:frag_name(Tab, 2), Kept),
+    {atomic, ok} = mnesia:transaction(
+                     fun() -> mnesia:write(fraghash_frag:frag_name(Tab, 2),
+                                           {Tab, Changed, -1}, write)
+                     end),
+    ok = fraghash_frag:recover(),
+    ?assertEqual({error, enoent}, file:list_dir(fraghash_snapshot:dir(Tab))),
+    ?assertEqual([{Tab, Changed, -1}], mnesia:dirty_read(fraghash_frag:frag_name(Tab, 2), Changed)),
+    {atomic, ok} = mnesia:transaction(
+                     fun() -> mnesia:write(fraghash_frag:frag_name(Tab, 2),
+                                           {Tab, Changed, Changed * 7}, write)
+                     end),
+    check(Tab, 4).
+
+%% A del dies right after its commit; dets "drops" a record of a fragment
+%% that received merged records.
+dropped_during_del() ->
+    Tab = safety_dropped_del,
+    ok = create(Tab, mnesia_frag_slots, n_disc_only_copies),
+    ok = die_at(Tab, del_committed, fun() -> fraghash_frag:del_frag(Tab) end),
+    {_, _, 2} = fraghash_frag:hash(Tab),
+    %% A fragment the merge wrote into: one the snapshot holds.
+    {ok, [File | _]} = file:list_dir(fraghash_snapshot:dir(Tab)),
+    Frag = list_to_atom(filename:rootname(File)),
+    [Key | _] = mnesia:dirty_all_keys(Frag),
+    ok = dets:delete(Frag, Key),
+    ok = fraghash_frag:recover(),
+    check(Tab, 2).
+
+%% A snapshot file that dets cannot read: recovery stops with a reason and
+%% keeps the journal entry; without the snapshot it goes on.
+unreadable_snapshot() ->
+    Tab = safety_bad_snapshot,
+    ok = create(Tab, mnesia_frag_slots, n_disc_only_copies),
+    ok = die_at(Tab, add_committed, fun() -> fraghash_frag:add_frag(Tab, [node()]) end),
+    Dir = fraghash_snapshot:dir(Tab),
+    {ok, [File | _]} = file:list_dir(Dir),
+    ok = file:write_file(filename:join(Dir, File), <<"not a dets file">>),
+    ?assertMatch({error, [{Tab, {error, {fraghash, snapshot_unreadable, _}}}]},
+                 fraghash_frag:recover()),
+    ?assertEqual([Tab], [T || T <- fraghash_journal:pending(), T =:= Tab]),
+    ok = fraghash_snapshot:discard(Tab),
+    ok = fraghash_frag:recover(),
+    check(Tab, 4).
+
+%% Runs Op in a process that dies at Step of Tab.
+die_at(Tab, Step, Op) ->
+    fraghash_frag:set_step_hook(fun(T, S) when T =:= Tab, S =:= Step -> exit(interrupted);
+                                   (_, _) -> ok
+                                end),
+    {Pid, Ref} = spawn_monitor(Op),
+    receive {'DOWN', Ref, process, Pid, Why} -> ?assertEqual(interrupted, Why) end,
+    fraghash_frag:set_step_hook(undefined).
 
 sizes(Tab) ->
     {_, _, N} = fraghash_frag:hash(Tab),
