@@ -30,7 +30,7 @@
 -export([add_frag/2, relieve/3, del_frag/1, recover/0, recover/1, stale_copies/1, repair/1,
          hash/1, frag_name/2, disc_bytes/1, set_step_hook/1]).
 %% Shared with fraghash_frag_recovery.
--export([batches/2, durable/2, step/2, misplaced/2, move_misplaced/1]).
+-export([batches/2, durable/2, step/2, misplaced/2, move_misplaced/1, move_misplaced/2]).
 -export([distribution/1, info/1, fragment_size/1]).
 
 -include("fraghash.hrl").
@@ -38,6 +38,7 @@
 -define(BATCH, 500).
 -define(MAX_ATTEMPTS, 20).
 -define(SAFE_PATH_KEY, fraghash_safe_path).
+-define(SCHEMA_TID_KEY, fraghash_schema_tid).
 
 %%% API
 
@@ -130,10 +131,19 @@ repair(Tab) ->
 %% deletes it from `From' in either case. Ordinary transactions.
 -spec move_misplaced([{atom(), atom(), term()}]) -> {atomic, ok} | {aborted, term()}.
 move_misplaced(Items) ->
+    move_misplaced(Items, #{}).
+
+%% @private As move_misplaced/1; also where `To' holds the record
+%% `Moved' names for the key (the record an add moved there, unchanged
+%% since), the misplaced record, written after the move, replaces it.
+-spec move_misplaced([{atom(), atom(), term()}], #{term() => tuple()}) ->
+          {atomic, ok} | {aborted, term()}.
+move_misplaced(Items, Moved) ->
     batches(fun({From, To, K}) ->
-                    case mnesia:read(To, K, write) of
-                        [] -> [mnesia:write(To, R, write) || R <- mnesia:read(From, K, write)];
-                        _ -> ok
+                    There = mnesia:read(To, K, write),
+                    case There =:= [] orelse There =:= [maps:get(K, Moved, none)] of
+                        true -> [mnesia:write(To, R, write) || R <- mnesia:read(From, K, write)];
+                        false -> ok
                     end,
                     mnesia:delete(From, K, write)
             end, Items).
@@ -171,9 +181,17 @@ do_add_frag(Tab, Nodes, Relieve) ->
     ok = fraghash_frag_recovery:remove_leftover_files(New),
     ok = fraghash_snapshot:discard(Tab),
     Donors = donors(Tab, Mod, S, Relieve),
+    %% Writers racing the change are watched until its follow-up is done.
+    Watcher = fraghash_frag_watch:start(Donors),
+    try add_watched(Tab, Nodes, Relieve, N, New, Donors, Watcher)
+    after fraghash_frag_watch:stop(Watcher)
+    end.
+
+add_watched(Tab, Nodes, Relieve, N, New, Donors, Watcher) ->
     step(Tab, add_schema),
     Journal =
         fun(Moves) ->
+                ok = fraghash_frag_watch:mark(Watcher, get(?SCHEMA_TID_KEY)),
                 check_only_moves_to(New, Moves),
                 %% The donors' disc_only_copies files are about to be
                 %% rewritten: copied first, under the change's locks.
@@ -187,7 +205,7 @@ do_add_frag(Tab, Nodes, Relieve) ->
         {atomic, ok} ->
             step(Tab, add_committed),
             Entry = fraghash_journal:read(Tab),
-            fraghash_frag_recovery:finish_add(Tab, Entry, after_commit),
+            fraghash_frag_recovery:finish_add(Tab, Entry, {after_commit, Watcher}),
             {atomic, ok};
         Aborted ->
             %% Nothing was applied; the journal entry (if written) names an
@@ -349,6 +367,9 @@ schema_change(Tab, Change, Relieve, Check) ->
     mnesia_schema:schema_transaction(
       fun() ->
               TidTs = mnesia_schema:get_tid_ts_and_lock(schema, write),
+              %% ({Module, Tid, Store}: the transaction's id is what its
+              %% table events carry.)
+              put(?SCHEMA_TID_KEY, element(2, TidTs)),
               put(?SAFE_PATH_KEY, Tab),
               put(fraghash_relieve, Relieve),
               OpLists = try mnesia_frag:change_table_frag(Tab, Change)

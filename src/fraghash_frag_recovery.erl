@@ -62,7 +62,7 @@ finish_add(Tab, Entry) ->
 %% still holds the moved record) instead of being deleted. At recovery
 %% (`recovery'), what the old fragment holds on disc cannot be told from
 %% what the change left there, and is deleted.
--spec finish_add(atom(), map(), after_commit | recovery) -> ok.
+-spec finish_add(atom(), map(), {after_commit, pid()} | recovery) -> ok.
 finish_add(Tab, #{op := add, n := N, moves := Moves} = Entry, When) ->
     step(Tab, add_cleanup),
     %% First flush what the schema change wrote into disc_only_copies
@@ -73,17 +73,17 @@ finish_add(Tab, #{op := add, n := N, moves := Moves} = Entry, When) ->
     %% cannot undo their deletes. At recovery (no writers yet) it stays
     %% until the cleanup below is durable too.
     ok = case When of
-             after_commit -> fraghash_snapshot:discard(Tab);
+             {after_commit, _} -> fraghash_snapshot:discard(Tab);
              recovery -> ok
          end,
     Left = [M || {_K, From, _To, _Rec} = M <- Moves, From =/= none],
     ok = case When of
-             after_commit -> settle_moved(Tab, Left);
+             {after_commit, _} -> settle_moved(Tab, Left);
              recovery -> delete_stale(Tab, [{K, From} || {K, From, _To, _Rec} <- Left])
          end,
     %% Entries written before the donors were journaled name them by moves.
     Donors = maps:get(donors, Entry, lists:usort([F || {_K, F, _To, _Rec} <- Left])),
-    ok = sweep(Tab, Donors),
+    ok = sweep(Tab, Donors, frag_name(Tab, N + 1), Moves, When),
     ok = durable(Tab, N + 1),
     ok = fraghash_snapshot:discard(Tab),
     step(Tab, add_done),
@@ -122,14 +122,33 @@ settle_moved(Tab, Moves) ->
 %% that the hash module now routes elsewhere is moved there, unless the
 %% fragment it is routed to holds the key already (written there since, by
 %% a writer that routed it right).
-sweep(Tab, Donors) ->
+%%
+%% Right after the commit, the same lock (with the new fragment's) settles
+%% what the watched racing writers did (see fraghash_frag_watch): a moved
+%% key whose last racing change was a delete is deleted from the new
+%% fragment, and a racing write found in a donor replaces the moved record
+%% there if that is unchanged. At recovery nothing was watched, and what
+%% a donor holds may be an older copy: the destination's record is kept.
+sweep(Tab, Donors, New, Moves, When) ->
     {atomic, Away} =
         mnesia:transaction(
           fun() ->
                   [mnesia:lock({table, From}, write) || From <- Donors],
+                  case When of
+                      {after_commit, Watcher} ->
+                          mnesia:lock({table, New}, write),
+                          Events = fraghash_frag_watch:racing(Watcher, 5000),
+                          _ = fraghash_frag_watch:undo_racing_deletes(Events, Moves, New);
+                      recovery ->
+                          ok
+                  end,
                   fraghash_frag:misplaced(Tab, Donors)
           end),
-    {atomic, ok} = fraghash_frag:move_misplaced(Away),
+    Moved = case When of
+                {after_commit, _} -> maps:from_list([{K, R} || {K, _F, _T, R} <- Moves]);
+                recovery -> #{}
+            end,
+    {atomic, ok} = fraghash_frag:move_misplaced(Away, Moved),
     ok.
 
 %% @doc After a committed del_frag: the merged records were already in

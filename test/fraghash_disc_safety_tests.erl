@@ -37,7 +37,9 @@ disc_safety_test_() ->
                {timeout, ?T, {"records dets dropped during a del come back from the snapshot",
                               fun dropped_during_del/0}},
                {timeout, ?T, {"an unreadable snapshot stops recovery with a reason",
-                              fun unreadable_snapshot/0}}]
+                              fun unreadable_snapshot/0}},
+               {timeout, ?T, {"a delete that raced an add stays deleted",
+                              fun racing_delete/0}}]
               ++ [{timeout, ?T, {lists:concat([Mod, " ", Copies, ": process dies at ",
                                                Op, " step ", Step]),
                                  fun() -> interrupted(Mod, Copies, Op, Step) end}}
@@ -184,6 +186,53 @@ unreadable_snapshot() ->
     ok = fraghash_snapshot:discard(Tab),
     ok = fraghash_frag:recover(),
     check(Tab, 4).
+
+%% Mnesia's routing race, made to happen: a writer's transaction, older
+%% than the add's schema transaction, routes a key the add moves with the
+%% state from before the change, and asks for its lock while the change
+%% holds it; it deletes the key from the fragment the key has just left.
+%% The delete is acknowledged, so the key must stay deleted.
+racing_delete() ->
+    Tab = safety_racing_delete,
+    ok = create(Tab, mnesia_frag_slots, n_disc_copies),
+    {atomic, ok} = mnesia:create_table(safety_racing_aux, [{attributes, [key, val]}]),
+    {Mod, S, N} = fraghash_frag:hash(Tab),
+    {S2, _, _} = Mod:add_frag(S),
+    [K | _] = [K || K <- lists:seq(1, ?RECORDS), Mod:key_to_frag_number(S2, K) =:= N + 1],
+    Self = self(),
+    Writer = spawn_link(
+               fun() ->
+                       Result = mnesia:activity(
+                                  transaction,
+                                  fun() ->
+                                          %% The transaction exists (older than
+                                          %% the add's, holding no lock the
+                                          %% add needs); wait inside it.
+                                          _ = mnesia:read(safety_racing_aux, K, read),
+                                          Self ! {writer, started},
+                                          receive go -> ok after 20000 -> exit(no_go) end,
+                                          mnesia:delete({Tab, K})
+                                  end, [], mnesia_frag),
+                       Self ! {writer, Result}
+               end),
+    receive {writer, started} -> ok end,
+    fraghash_frag:set_step_hook(
+      fun(T, add_journaled) when T =:= Tab ->
+              %% The change holds its locks: let the writer route and queue.
+              Writer ! go,
+              timer:sleep(300);
+         (_, _) ->
+              ok
+      end),
+    try
+        {atomic, ok} = fraghash_frag:add_frag(Tab, [node()])
+    after
+        fraghash_frag:set_step_hook(undefined)
+    end,
+    receive {writer, WriterResult} -> ?assertEqual(ok, WriterResult) end,
+    ?assertEqual([], mnesia:activity(transaction, fun() -> mnesia:read({Tab, K}) end, [],
+                                     mnesia_frag)),
+    ?assertEqual(0, fraghash_frag:stale_copies(Tab)).
 
 %% Runs Op in a process that dies at Step of Tab.
 die_at(Tab, Step, Op) ->
