@@ -261,9 +261,19 @@ del_attempts(Tab, Mod, S, N, Prev, Attempts) ->
     ok = fraghash_journal:write(Tab, #{op => del, n => N, phase => copying,
                                      copies => lists:usort(Copies ++ Prev)}),
     Dests = lists:usort([T || {_K, _F, T} <- Copies ++ Prev]),
-    ok = copy_hidden(Tab, Copies, Prev, Dests),
-    ok = durable(Tab, N),
-    ok = fraghash_snapshot:discard(Tab),
+    case copy_hidden(Tab, Copies, Prev, Dests) of
+        ok ->
+            ok = durable(Tab, N),
+            ok = fraghash_snapshot:discard(Tab),
+            del_verified(Tab, Mod, S, N, Copies, Prev, Dests, Attempts);
+        {aborted, _} = Aborted ->
+            %% Nothing copied by this attempt (its transaction aborted).
+            ok = fraghash_frag_recovery:undo_copies(Tab, Prev),
+            ok = fraghash_journal:delete(Tab),
+            Aborted
+    end.
+
+del_verified(Tab, Mod, S, N, Copies, Prev, Dests, Attempts) ->
     step(Tab, del_schema),
     Verify =
         fun(Moves) ->
@@ -310,7 +320,8 @@ planned_copies(Tab, Mod, S) ->
 %% Copies each planned record to where it will live; for a key copied by an
 %% earlier attempt and since deleted by a writer, removes the copy. Into
 %% disc_only_copies fragments, in one transaction that locks them and
-%% snapshots them first (see fraghash_snapshot); otherwise in batches.
+%% snapshots them first (see fraghash_snapshot), which may abort (a
+%% snapshot that cannot be written); otherwise in batches.
 copy_hidden(Tab, Copies, Prev, Dests) ->
     Planned = maps:from_list([{{K, T}, F} || {K, F, T} <- Copies]),
     Gone = [C || {K, _F, T} = C <- Prev, not maps:is_key({K, T}, Planned)],
@@ -321,22 +332,24 @@ copy_hidden(Tab, Copies, Prev, Dests) ->
                    end
            end,
     Remove = fun({K, _F, T}) -> mnesia:delete(T, K, write) end,
-    case lists:any(fun disc_only_here/1, Dests) of
-        true ->
-            {atomic, ok} =
-                mnesia:transaction(
-                  fun() ->
-                          [mnesia:lock({table, T}, write) || T <- Dests],
-                          step(Tab, del_snapshot),
-                          ok = fraghash_snapshot:take(Tab, Dests),
-                          lists:foreach(Copy, Copies),
-                          lists:foreach(Remove, Gone)
-                  end);
-        false ->
-            {atomic, ok} = batches(Copy, Copies),
-            {atomic, ok} = batches(Remove, Gone)
-    end,
-    ok.
+    Result = case lists:any(fun disc_only_here/1, Dests) of
+                 true ->
+                     mnesia:transaction(
+                       fun() ->
+                               [mnesia:lock({table, T}, write) || T <- Dests],
+                               step(Tab, del_snapshot),
+                               ok = fraghash_snapshot:take(Tab, Dests),
+                               lists:foreach(Copy, Copies),
+                               lists:foreach(Remove, Gone)
+                       end);
+                 false ->
+                     {atomic, ok} = batches(Copy, Copies),
+                     batches(Remove, Gone)
+             end,
+    case Result of
+        {atomic, ok} -> ok;
+        Aborted -> Aborted
+    end.
 
 disc_only_here(Frag) ->
     lists:member(Frag, mnesia:system_info(local_tables))

@@ -23,8 +23,32 @@ recover(Tab, Entry) ->
     %% the interrupted step (see fraghash_snapshot); the snapshot goes once
     %% the branch below has made everything durable.
     case fraghash_snapshot:restore(Tab, Entry) of
-        {ok, _Back} -> recover_branch(Tab, Entry);
-        {error, Reason} -> {error, {fraghash, snapshot_unreadable, Reason}}
+        {ok, _Back} ->
+            case protect(Tab) of
+                ok -> recover_branch(Tab, Entry);
+                {error, _} = Error -> Error
+            end;
+        {error, Reason} ->
+            {error, {fraghash, snapshot_unreadable, Reason}}
+    end.
+
+%% Recovery's own writes (records written back, copies deleted) rewrite
+%% disc_only_copies fragments too: once what the interrupted step's
+%% snapshot holds is back and flushed, a fresh snapshot of every fragment
+%% of the table (and of a fragment table left beyond the count) covers
+%% them, until the branch below is durable and removes it.
+protect(Tab) ->
+    {_Mod, _S, C} = hash(Tab),
+    ok = durable(Tab, C + 1),
+    ok = fraghash_snapshot:discard(Tab),
+    Tables = mnesia:system_info(tables),
+    Frags = [F || I <- lists:seq(1, C + 1), F <- [frag_name(Tab, I)], lists:member(F, Tables)],
+    case mnesia:transaction(fun() ->
+                                    [mnesia:lock({table, F}, write) || F <- Frags],
+                                    fraghash_snapshot:take(Tab, Frags)
+                            end) of
+        {atomic, ok} -> ok;
+        {aborted, Reason} -> {error, Reason}
     end.
 
 recover_branch(Tab, Entry) ->

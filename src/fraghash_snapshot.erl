@@ -25,7 +25,8 @@
 %% <li>{@link discard/1}, once no kill can drop what the step exposed.</li>
 %% </ol>
 %% A snapshot that exists when recovery runs ({@link restore/2}) belongs to
-%% a step that a kill interrupted between 1 and 3: every record of the
+%% a step that a kill interrupted between 1 and 3 (or to an interrupted
+%% recovery, which snapshots the table before it writes): every record of the
 %% snapshot that the hash module routes to the fragment it was copied from,
 %% and that the fragment lacks, is written back (a value the fragment holds
 %% is newer, and kept). The records that an `add_frag' moves into the new
@@ -43,9 +44,10 @@
 -define(CHUNK, 1000).
 
 %% @doc Snapshots the fragments `Frags' (table names) of `Tab' that have a
-%% `disc_only_copies' copy on this node. Call it with table locks on them
-%% held, before writing them. Raises on a failure (a full disc, say): the
-%% caller's step has not written anything yet.
+%% `disc_only_copies' copy on this node. Call it inside the transaction
+%% that holds table locks on them, before writing them. On a failure (a
+%% full disc, say) it aborts that transaction with `{fraghash,
+%% snapshot_failed, Message}': the step has written nothing yet.
 -spec take(atom(), [atom()]) -> ok.
 take(Tab, Frags) ->
     case local_dets(Frags) of
@@ -53,8 +55,19 @@ take(Tab, Frags) ->
             ok;
         Local ->
             Dir = dir(Tab),
-            ok = filelib:ensure_dir(filename:join(Dir, "x")),
-            lists:foreach(fun(F) -> ok = copy(F, Dir) end, Local)
+            try
+                ok = filelib:ensure_dir(filename:join(Dir, "x")),
+                lists:foreach(fun(F) -> ok = copy(F, Dir) end, Local)
+            catch
+                _:Reason ->
+                    _ = discard(Tab),
+                    mnesia:abort(
+                      {fraghash, snapshot_failed,
+                       lists:flatten(
+                         io_lib:format("could not copy ~s's disc_only_copies fragments into "
+                                       "~s (~0tp): make room there, then run the "
+                                       "operation again", [Tab, Dir, Reason]))})
+            end
     end.
 
 %% @doc Removes `Tab''s snapshot, if any.
@@ -66,7 +79,8 @@ discard(Tab) ->
             [ok = file:delete(filename:join(Dir, F)) || F <- Files],
             _ = file:del_dir(Dir),
             ok;
-        {error, enoent} ->
+        {error, _} ->
+            %% None (or not a directory: then take/2 reports it).
             ok
     end.
 

@@ -38,6 +38,8 @@ disc_safety_test_() ->
                               fun dropped_during_del/0}},
                {timeout, ?T, {"an unreadable snapshot stops recovery with a reason",
                               fun unreadable_snapshot/0}},
+               {timeout, ?T, {"a snapshot that cannot be written refuses the operation",
+                              fun snapshot_cannot_be_written/0}},
                {timeout, ?T, {"a delete that raced an add stays deleted",
                               fun racing_delete/0}}]
               ++ [{timeout, ?T, {lists:concat([Mod, " ", Copies, ": process dies at ",
@@ -185,6 +187,24 @@ unreadable_snapshot() ->
     ?assertEqual([Tab], [T || T <- fraghash_journal:pending(), T =:= Tab]),
     ok = fraghash_snapshot:discard(Tab),
     ok = fraghash_frag:recover(),
+    check(Tab, 4).
+
+%% Where the snapshot goes, a file stands (as a full disc would stop it):
+%% add and del are refused with a reason that says what to do, and change
+%% nothing.
+snapshot_cannot_be_written() ->
+    Tab = safety_no_snapshot,
+    ok = create(Tab, mnesia_frag_slots, n_disc_only_copies),
+    Dir = fraghash_snapshot:dir(Tab),
+    ok = filelib:ensure_dir(Dir),
+    ok = file:write_file(Dir, <<"in the way">>),
+    {aborted, {fraghash, snapshot_failed, Msg}} = fraghash_frag:add_frag(Tab, [node()]),
+    ?assertNotEqual(nomatch, string:find(Msg, "make room there")),
+    {aborted, {fraghash, snapshot_failed, _}} = fraghash_frag:del_frag(Tab),
+    ?assertEqual([], [T || T <- fraghash_journal:pending(), T =:= Tab]),
+    check(Tab, 3),
+    ok = file:delete(Dir),
+    {atomic, ok} = fraghash_frag:add_frag(Tab, [node()]),
     check(Tab, 4).
 
 %% Mnesia's routing race, made to happen: a writer's transaction, older

@@ -5,11 +5,12 @@
 #   bench/mnesia/disc-measure.sh torture [KILLS]     kill -9 torture test (default 300 kills)
 #   bench/mnesia/disc-measure.sh relieve             adds needed to halve the largest
 #                                       disc_only_copies fragment, per module
-#   bench/mnesia/disc-measure.sh cost [RECORDS] [REPS]
-#                                       one add on a 50-fragment disc_copies
-#                                       table: plain change_table_frag against
+#   bench/mnesia/disc-measure.sh cost [RECORDS] [REPS] [STORAGE]
+#                                       one add on a 50-fragment table:
+#                                       plain change_table_frag against
 #                                       fraghash_frag:add_frag (default
-#                                       1000000 records, 2 repetitions)
+#                                       1000000 records, 2 repetitions,
+#                                       disc_copies; or disc_only_copies)
 # Environment: scripts/build-nif.sh's variables.
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -34,7 +35,7 @@ case "$what" in
         ;;
     cost)
         erl -noshell -pa "$lib/ebin" "$lib/bench/mnesia" \
-            -eval "fraghash_disc_cost:run(\"$tmp/mnesia\", ${2:-1000000}, ${3:-2}), halt()." 2>&1 \
+            -eval "fraghash_disc_cost:run(\"$tmp/mnesia\", ${2:-1000000}, ${3:-2}, ${4:-disc_copies}), halt()." 2>&1 \
             | grep -v -e 'WARNING' -e 'overloaded' -e 'INFO REPORT' -e 'application: mnesia' \
                       -e 'exited: stopped' -e 'type: temporary' -e '^ *$'
         ;;

@@ -1,5 +1,6 @@
 %% @doc What the crash-safe path costs: growing a 1,000,000-record
-%% `disc_copies' table of 50 fragments by one fragment with plain
+%% `disc_copies' (or `disc_only_copies') table of 50 fragments by one
+%% fragment with plain
 %% `mnesia:change_table_frag/2' (unsafe on disc: the reference) and with
 %% `fraghash_frag:add_frag/2', per hash module, in one run. Run by
 %% `bench/mnesia/disc-measure.sh cost'.
@@ -15,30 +16,42 @@
 %% `{fraghash, allow_unsafe_change_table_frag, true}'.
 -module(fraghash_disc_cost).
 
--export([run/3]).
+-export([run/3, run/4]).
 
-%% @doc `Dir': empty scratch directory; `Records' (1,000,000 for the
-%% figures in the docs); `Reps' repetitions per module.
+%% @doc {@link run/4} on `disc_copies'.
 -spec run(string(), pos_integer(), pos_integer()) -> ok.
 run(Dir, Records, Reps) ->
+    run(Dir, Records, Reps, disc_copies).
+
+%% @doc `Dir': empty scratch directory; `Records' (1,000,000 for the
+%% figures in the docs); `Reps' repetitions per module; `Storage'
+%% `disc_copies' or `disc_only_copies' (where the safe path also
+%% snapshots the fragments an add rewrites).
+-spec run(string(), pos_integer(), pos_integer(), disc_copies | disc_only_copies) -> ok.
+run(Dir, Records, Reps, Storage) ->
     ok = application:set_env(mnesia, dir, Dir),
     ok = application:set_env(fraghash, allow_unsafe_change_table_frag, true),
     ok = mnesia:create_schema([node()]),
     ok = mnesia:start(),
     ok = fraghash_journal:ensure(),
     io:format("module             path   rep  wall_ms  scanned  moved~n"),
-    [module(Mod, Records, Reps) || Mod <- [mnesia_frag_hash, mnesia_frag_slots,
-                                           mnesia_frag_chash]],
+    io:format("~s, ~b records~n", [Storage, Records]),
+    [module(Mod, Records, Reps, Storage) || Mod <- [mnesia_frag_hash, mnesia_frag_slots,
+                                                    mnesia_frag_chash]],
     stopped = mnesia:stop(),
     ok.
 
-module(Mod, Records, Reps) ->
+module(Mod, Records, Reps, Storage) ->
+    Copies = case Storage of
+                 disc_copies -> n_disc_copies;
+                 disc_only_copies -> n_disc_only_copies
+             end,
     Tab = list_to_atom("cost_" ++ atom_to_list(Mod)),
     {atomic, ok} =
         mnesia:create_table(Tab, [{attributes, [key, val]},
                                   {frag_properties,
                                    [{n_fragments, 50}, {hash_module, Mod},
-                                    {node_pool, [node()]}, {n_disc_copies, 1}]}]),
+                                    {node_pool, [node()]}, {Copies, 1}]}]),
     load(Tab, 1, Records),
     ok = mnesia:sync_log(),
     Plain = fun(Rep) ->
