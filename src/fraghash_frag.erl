@@ -24,7 +24,11 @@
 %% </ul>
 %% Both write, under the schema transaction's table locks and before it
 %% commits, a journal entry (`fraghash_journal') with the exact records
-%% moved; {@link recover/0} uses it after a crash.
+%% moved; {@link recover/0} uses it after a crash. Each step that rewrites
+%% `disc_only_copies' fragments first snapshots them (`fraghash_snapshot':
+%% dets drops the records of a slot it was rewriting when the VM dies),
+%% and writers that race an `add_frag' are watched (`fraghash_frag_watch')
+%% so that their writes and deletes end up where the key now lives.
 -module(fraghash_frag).
 
 -export([add_frag/2, relieve/3, del_frag/1, recover/0, recover/1, stale_copies/1, repair/1,

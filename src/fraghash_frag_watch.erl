@@ -27,7 +27,9 @@
 %% node's commits are seen: a racing writer on another node is seen when
 %% its commit is applied here, which Mnesia does for a table replicated
 %% here; the donors of a table with no replica here are not watched. A kill
-%% between a racing delete and the follow-up loses what was watched.
+%% between a racing delete and the follow-up loses what was watched. The
+%% watcher holds every event on the donors from the mark to the follow-up's
+%% lock: memory in proportion to the writes made to them in that time.
 -module(fraghash_frag_watch).
 
 -export([start/1, mark/2, racing/2, stop/1, undo_racing_deletes/3]).
