@@ -273,13 +273,7 @@ interrupted(Mod, Copies, Op, Step) ->
     Tab = list_to_atom(lists:concat([safety_, Mod, "_", Copies, "_", Op, "_", Step])),
     ok = create(Tab, Mod, Copies),
     {atomic, ok} = fraghash_frag:add_frag(Tab, [node()]),
-    Self = self(),
-    fraghash_frag:set_step_hook(fun(T, S) when T =:= Tab, S =:= Step -> exit(interrupted);
-                                   (_, _) -> ok
-                                end),
-    {Pid, Ref} = spawn_monitor(fun() -> Self ! {result, run(Tab, Op)} end),
-    receive {'DOWN', Ref, process, Pid, Why} -> ?assertEqual(interrupted, Why) end,
-    fraghash_frag:set_step_hook(undefined),
+    ok = die_at(Tab, Step, fun() -> run(Tab, Op) end),
     %% The interrupted operation left its journal entry, unless it died
     %% before writing one (the global lock of the dead process is released
     %% by global).
