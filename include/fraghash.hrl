@@ -23,6 +23,14 @@
 %%
 %% `Kind' says where a lookup finds the fragment of a hash:
 %% <ul>
+%% <li>fixed slot words (4), `slots': as slot words (3), below, with the
+%% fields of every word at fixed widths (owners 13 bits, starts 9), and
+%% `A' the bucket count (high 16 bits) and the slots per bucket (low 16):
+%% a lookup finds its bucket and slot offset by multiplication and unpacks
+%% the word with literal shifts, which the JIT inlines (a shift by a count
+%% read from the state it does not; see the NIF's `lookup_slot_words').
+%% What new `slots' states carry; tables whose owners or buckets do not fit
+%% those widths keep kind 3.</li>
 %% <li>slot words (3), `slots': in the state itself. `Words' are the
 %% 64-bit words of the NIF's `lookup_slot_words' layout, then its overflow
 %% records; `A' is four bytes, owner bits, slot offset bits, slot shift and
@@ -59,6 +67,7 @@
 -define(FRAGHASH_INLINE_WORDS, 1).
 -define(FRAGHASH_INLINE_LOW_BITS, 2).
 -define(FRAGHASH_INLINE_SLOT_WORDS, 3).
+-define(FRAGHASH_INLINE_FIXED_SLOT_WORDS, 4).
 -define(FRAGHASH_INLINE_MAX_BYTES, 65536).
 
 %% A state, decoded (cold paths only: add_frag, del_frag, publishing, info).

@@ -28,6 +28,25 @@
 %% made the compiler rebuild it on every call (10 ns measured).
 fraghash_locate(S, H) ->
     case S of
+        <<"fh", 1, _:8, _:128, _:32, ?FRAGHASH_INLINE_FIXED_SLOT_WORDS, Buckets:16, PerBucket:16,
+          Off:32, _:(Off - ?FRAGHASH_STATE_HEAD_BYTES + (((H * Buckets) bsr 32) bsl 3))/binary,
+          E:64, _/binary>> ->
+            %% The bucket by multiplication, the word's fields at fixed
+            %% widths: every shift a literal.
+            if
+                E < 16#400000000000000 ->
+                    %% [Start2:9][Owner2:13][Start1:9][Owner1:13][Owner0:13]
+                    X = (((H * Buckets) band 16#FFFFFFFF) * PerBucket) bsr 32,
+                    if
+                        X >= E bsr 48 -> (E bsr 35) band 16#1FFF;
+                        X >= (E bsr 26) band 16#1FF -> (E bsr 13) band 16#1FFF;
+                        true -> E band 16#1FFF
+                    end;
+                true ->
+                    J = Off + (E band 16#3FFFFFFFFFFFFFF),
+                    <<_:J/binary, Owner0:32, K:32, Pairs/binary>> = S,
+                    fraghash_word_scan(Pairs, K, H, Owner0)
+            end;
         <<"fh", 1, _:8, _:128, _:32, ?FRAGHASH_INLINE_SLOT_WORDS, O:8, D:8, SlotShift:8, Shift:8,
           Off:32, _:(Off - ?FRAGHASH_STATE_HEAD_BYTES + ((H bsr Shift) bsl 3))/binary, E:64,
           _/binary>> ->

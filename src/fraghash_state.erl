@@ -16,6 +16,7 @@
 -type encoded() :: binary().
 %% What a state carries of its own lookup (`fraghash_nif:inline_table/3').
 -type inline() :: none | {words, 0..29, binary()} | {slot_words, non_neg_integer(), binary()}
+                | {fixed_slot_words, non_neg_integer(), binary()}
                 | {low_bits, non_neg_integer(), pos_integer(), pos_integer()}.
 -export_type([encoded/0, inline/0]).
 
@@ -47,6 +48,10 @@ encode(#fraghash_state{scheme = Scheme, table = Tab, n = N, opts = Opts, digest 
         {slot_words, Params, Words} ->
             Off = ?FRAGHASH_STATE_HEAD_BYTES + byte_size(Body),
             <<(Head(?FRAGHASH_INLINE_SLOT_WORDS, Params, Off))/binary, Body/binary,
+              Words/binary>>;
+        {fixed_slot_words, Params, Words} ->
+            Off = ?FRAGHASH_STATE_HEAD_BYTES + byte_size(Body),
+            <<(Head(?FRAGHASH_INLINE_FIXED_SLOT_WORDS, Params, Off))/binary, Body/binary,
               Words/binary>>
     end.
 
@@ -58,7 +63,8 @@ decode(<<"fh", ?FRAGHASH_STATE_LAYOUT, Code:8, Key:64, Check:64, N:32, Kind:8, _
          TabLen:16, TabBin:TabLen/binary, OptsLen:16, OptsBin:OptsLen/binary,
          BLen:32, B:BLen/binary, Inline/binary>> = S) when N >= 1 ->
     InlineOk = case Kind of
-                   _ when Kind =:= ?FRAGHASH_INLINE_WORDS; Kind =:= ?FRAGHASH_INLINE_SLOT_WORDS ->
+                   _ when Kind =:= ?FRAGHASH_INLINE_WORDS; Kind =:= ?FRAGHASH_INLINE_SLOT_WORDS;
+                          Kind =:= ?FRAGHASH_INLINE_FIXED_SLOT_WORDS ->
                        Z =:= byte_size(S) - byte_size(Inline);
                    _ ->
                        Inline =:= <<>>

@@ -97,7 +97,39 @@ check_state(Tab) ->
                         E <- [fraghash_lookup:locate_hash(S, H)],
                         C <- [core(D, B, H)],
                         E =/= C],
-    ?assertEqual({Mod, N, []}, {Mod, N, lists:sublist(Bad, 5)}).
+    ?assertEqual({Mod, N, []}, {Mod, N, lists:sublist(Bad, 5)}),
+    %% The same words repacked in the earlier slot-word form (owner fields
+    %% of 13 bits, start fields as wide as the slot offsets), as tables made
+    %% before the fixed form still carry: that form answers the same.
+    case S of
+        <<Head:24/binary, ?FRAGHASH_INLINE_FIXED_SLOT_WORDS, Buckets:16, PerBucket:16,
+          Off:32, _/binary>> ->
+            Shift = 32 - log2(Buckets),
+            Dn = log2(PerBucket),
+            <<Front:Off/binary, Words:Buckets/binary-unit:64, Records/binary>> = S,
+            Repacked = << <<(narrow_word(E, Dn)):64>> || <<E:64>> <= Words >>,
+            <<_:?FRAGHASH_STATE_HEAD_BYTES/binary, Between/binary>> = Front,
+            Narrow = <<Head/binary, ?FRAGHASH_INLINE_SLOT_WORDS, 13, Dn, (Shift - Dn), Shift,
+                       Off:32, Between/binary, Repacked/binary, Records/binary>>,
+            {ok, _} = fraghash_state:decode(Narrow),
+            BadNarrow = [H || H <- probes(R, S),
+                              fraghash_lookup:locate_hash(Narrow, H) =/= core(D, B, H)],
+            ?assertEqual({Mod, N, []}, {Mod, N, lists:sublist(BadNarrow, 5)});
+        _ ->
+            ok
+    end.
+
+log2(1) -> 0;
+log2(X) -> 1 + log2(X bsr 1).
+
+%% A fixed-form word ([S2:9][O2:13][S1:9][O1:13][O0:13]) in the earlier
+%% form with start fields of `D' bits; an overflow word as it is.
+narrow_word(E, _D) when E >= 1 bsl 58 ->
+    E;
+narrow_word(E, D) ->
+    {S2, O2, S1, O1, O0} = {E bsr 48, (E bsr 35) band 16#1FFF, (E bsr 26) band 16#1FF,
+                            (E bsr 13) band 16#1FFF, E band 16#1FFF},
+    (S2 bsl (39 + D)) bor (O2 bsl (26 + D)) bor (S1 bsl 26) bor (O1 bsl 13) bor O0.
 
 %% The core's answer, through the NIF (its cached scheme: the normal
 %% scheduler's locate, building the scheme on a dirty one on a miss).
@@ -129,6 +161,9 @@ probes(#fraghash_state{scheme = Scheme, digest = D} = R, S) ->
                 <<"fh", 1, _:8, _:128, _:32, ?FRAGHASH_INLINE_WORDS, Shift1:32, Off:32,
                   _/binary>> ->
                     word_probes(Shift1, Off, S);
+                <<"fh", 1, _:8, _:128, _:32, ?FRAGHASH_INLINE_FIXED_SLOT_WORDS, Buckets:16,
+                  PerBucket:16, Off:32, _/binary>> ->
+                    fixed_slot_word_probes(Buckets, PerBucket, Off, S);
                 <<"fh", 1, _:8, _:128, _:32, ?FRAGHASH_INLINE_SLOT_WORDS, O:8, D:8, SlotShift:8,
                   Shift1:8, Off:32, _/binary>> ->
                     slot_word_probes(O, D, SlotShift, Shift1, Off, S);
@@ -204,6 +239,29 @@ slot_word_probes(O, D, SlotShift, Shift, Base, Bin) ->
                     end,
            [First, First + (1 bsl Shift) - 1 | lists:append([[X - 1, X] || X <- Inside])]
        end || {I, E} <- lists:zip(lists:seq(0, N - 1), [E || <<E:64>> <= Buckets])]).
+
+%% The first and last hash of every bucket of a fixed slot-word lookup
+%% (words from byte `Base' of `Bin', `Buckets' buckets of `PerBucket'
+%% slots), and both sides of every segment start inside one.
+fixed_slot_word_probes(Buckets, PerBucket, Base, Bin) ->
+    Size = (1 bsl 32) div Buckets,
+    SlotSize = Size div PerBucket,
+    <<_:Base/binary, Words:Buckets/binary-unit:64, _/binary>> = Bin,
+    lists:append(
+      [begin
+           First = I * Size,
+           Inside = if
+                        E < 1 bsl 58 ->
+                            [First + X * SlotSize
+                             || X <- [(E bsr 26) band 16#1FF, E bsr 48], X > 0];
+                        true ->
+                            J = Base + (E band ((1 bsl 58) - 1)),
+                            <<_:J/binary, _:32, K:32, Pairs:K/binary-unit:64,
+                              _/binary>> = Bin,
+                            [Start || <<Start:32, _:32>> <= Pairs]
+                    end,
+           [First, First + Size - 1 | lists:append([[X - 1, X] || X <- Inside])]
+       end || {I, E} <- lists:zip(lists:seq(0, Buckets - 1), [E || <<E:64>> <= Words])]).
 
 %% Rings too large for the state to carry their lookup: 100 fragments
 %% (10,000 points) are looked up in a published tuple of buckets, 400

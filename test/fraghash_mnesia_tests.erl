@@ -150,8 +150,8 @@ state_forms() ->
                            [Mod:key_to_frag_number(R, K) || K <- lists:seq(1, 2000)]),
               ?assertEqual(Mod:add_frag(S), Mod:add_frag(R)),
               ?assertEqual(Mod:del_frag(S), Mod:del_frag(R))
-      end, [{mnesia_frag_slots, [], 4, ?FRAGHASH_INLINE_SLOT_WORDS},
-            {mnesia_frag_slots, [], 400, ?FRAGHASH_INLINE_SLOT_WORDS},
+      end, [{mnesia_frag_slots, [], 4, ?FRAGHASH_INLINE_FIXED_SLOT_WORDS},
+            {mnesia_frag_slots, [], 400, ?FRAGHASH_INLINE_FIXED_SLOT_WORDS},
             {mnesia_frag_chash, [{points, 10}], 4, ?FRAGHASH_INLINE_WORDS},
             {mnesia_frag_chash, [], 400, ?FRAGHASH_INLINE_NONE},
             {mnesia_frag_jump, [], 4, ?FRAGHASH_INLINE_NONE},

@@ -321,7 +321,8 @@ fn inline_slot_words(
     slot_bits: u32,
     max_bytes: usize,
 ) -> Option<ErlangLookup> {
-    SlotWordIndex::new(segments, slot_bits, INLINE_BUCKETS_PER_SEGMENT, max_bytes)
+    SlotWordIndex::fixed(segments, slot_bits, INLINE_BUCKETS_PER_SEGMENT, max_bytes)
+        .or_else(|| SlotWordIndex::new(segments, slot_bits, INLINE_BUCKETS_PER_SEGMENT, max_bytes))
         .map(ErlangLookup::SlotWords)
 }
 

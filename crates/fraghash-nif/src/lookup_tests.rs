@@ -48,6 +48,12 @@ fn check(r: &Recipe, random: usize) {
         ));
         // The layout a state carries, whatever its size.
         lookups.push(ErlangLookup::inline(&s, r.fragments_added(), usize::MAX).expect("inline"));
+        // For slots, the narrow slot words too (states made before the
+        // fixed form carry them).
+        if let Some(sl) = s.as_slots() {
+            let narrow = SlotWordIndex::new(&segments, sl.slot_bits(), 2, usize::MAX);
+            lookups.push(ErlangLookup::SlotWords(narrow.expect("narrow slot words")));
+        }
     }
     for l in &lookups {
         let shift = match l {
@@ -305,6 +311,52 @@ fn slot_words_layout() {
 }
 
 #[test]
+fn fixed_slot_words_layout() {
+    // The segments of slot_words_layout: 256 slots over 8 buckets of 32
+    // slots, in fields of 13 and 9 bits whatever the table.
+    let slot = |i: u32| i << 24;
+    let segments = [
+        (0, 1),
+        (slot(70), 2),
+        (slot(100), 3),
+        (slot(105), 1),
+        (slot(128), 2),
+        (slot(161), 3),
+        (slot(170), 2),
+        (slot(180), 3),
+    ];
+    let w = SlotWordIndex::fixed(&segments, 8, 1, usize::MAX).unwrap();
+    assert!(w.fixed);
+    assert_eq!((w.bucket_shift, w.slot_shift, w.owner_bits), (29, 24, 13));
+    assert_eq!((w.start_field_bits(), w.slot_offset_bits()), (9, 5));
+    // 8 buckets, 32 slots each.
+    assert_eq!(w.fixed_params(), 8 << 16 | 32);
+    // [start2: 9][owner2: 13][start1: 9][owner1: 13][owner0: 13]
+    let word = |s2: u64, o2: u64, s1: u64, o1: u64, o0: u64| {
+        s2 << 48 | o2 << 35 | s1 << 26 | o1 << 13 | o0
+    };
+    assert_eq!(w.words[0], word(0, 1, 0, 1, 1));
+    assert_eq!(w.words[2], word(6, 2, 6, 2, 1));
+    assert_eq!(w.words[3], word(9, 1, 4, 3, 2));
+    assert_eq!(w.words[5], 1 << 58 | 64);
+    let at = |i: u32| w.locate(slot(i));
+    assert_eq!((at(0), at(69), at(70), at(99), at(100)), (1, 1, 2, 2, 3));
+    assert_eq!(
+        (at(104), at(105), at(161), at(170), at(255)),
+        (3, 1, 3, 2, 3)
+    );
+    assert_eq!((w.locate(slot(70) - 1), w.locate(u32::MAX)), (1, 3));
+    // Owners past 8,191 do not fit; more than 512 slots per bucket neither,
+    // which the layout avoids by taking more buckets.
+    assert_eq!(
+        SlotWordIndex::fixed(&[(0, 1), (slot(1), 8192)], 8, 1, usize::MAX),
+        None
+    );
+    let many = SlotWordIndex::fixed(&[(0, 1), (1 << 12, 2)], 20, 1, usize::MAX).unwrap();
+    assert!(many.slot_offset_bits() <= 9);
+}
+
+#[test]
 fn grown_slots_words_rarely_overflow() {
     // A table created with n - 1 fragments, then grown by one: the donors'
     // tails make pairs of starts a few slots apart, which one word holds.
@@ -315,6 +367,7 @@ fn grown_slots_words_rarely_overflow() {
         let Some(ErlangLookup::SlotWords(w)) = ErlangLookup::inline(&s, n.into(), 65536) else {
             panic!("{n} fragments carry slot words");
         };
+        assert!(w.fixed, "{n} fragments carry the fixed form");
         let overflowing = w.words.iter().filter(|&&e| e >> 58 != 0).count();
         assert!(
             overflowing * 50 <= w.words.len(),

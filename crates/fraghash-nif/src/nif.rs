@@ -28,6 +28,7 @@ mod atoms {
         ranges,
         words,
         slot_words,
+        fixed_slot_words,
         low_bits,
     }
 }
@@ -240,9 +241,11 @@ fn lookup_table<'a>(env: Env<'a>, digest: Binary<'a>, bytes: Term<'a>) -> NifRes
 }
 
 /// The lookup a hash state carries inside itself when it takes at most
-/// `MaxBytes` ([`ErlangLookup::inline`]): `{slot_words, Params, Binary}`
-/// (`slots`, see [`crate::lookup_slot_words`]; `Params` as
-/// [`crate::lookup::SlotWordIndex::params`]), `{words, Shift, Binary}`
+/// `MaxBytes` ([`ErlangLookup::inline`]): `{fixed_slot_words, Params,
+/// Binary}` (`slots`, see [`crate::lookup_slot_words`]; `Params` as
+/// [`crate::lookup::SlotWordIndex::fixed_params`]), or `{slot_words,
+/// Params, Binary}` for the `slots` tables the fixed form cannot hold
+/// (`Params` as [`crate::lookup::SlotWordIndex::params`]), `{words, Shift, Binary}`
 /// (`ring`, two buckets per segment), `{low_bits, Mask, Half, N}`
 /// (`linear`), or `none` (`jump`, or a larger table: its lookup is
 /// published instead).
@@ -279,6 +282,12 @@ fn encode_lookup(env: Env, lookup: Option<ErlangLookup>) -> Term {
         Some(ErlangLookup::Words(w)) => {
             (atoms::words(), w.shift, binary(env, &w.to_be_bytes())).encode(env)
         }
+        Some(ErlangLookup::SlotWords(w)) if w.fixed => (
+            atoms::fixed_slot_words(),
+            w.fixed_params(),
+            binary(env, &w.to_be_bytes()),
+        )
+            .encode(env),
         Some(ErlangLookup::SlotWords(w)) => (
             atoms::slot_words(),
             w.params(),
