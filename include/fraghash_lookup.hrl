@@ -43,9 +43,7 @@ fraghash_locate(S, H) ->
                         true -> E band 16#1FFF
                     end;
                 true ->
-                    J = Off + (E band 16#3FFFFFFFFFFFFFF),
-                    <<_:J/binary, Owner0:32, K:32, Pairs/binary>> = S,
-                    fraghash_word_scan(Pairs, K, H, Owner0)
+                    fraghash_slot_overflow(S, Off + (E band 16#3FFFFFFFFFFFFFF), H)
             end;
         <<"fh", 1, _:8, _:128, _:32, ?FRAGHASH_INLINE_SLOT_WORDS, O:8, D:8, SlotShift:8, Shift:8,
           Off:32, _:(Off - ?FRAGHASH_STATE_HEAD_BYTES + ((H bsr Shift) bsl 3))/binary, E:64,
@@ -70,9 +68,7 @@ fraghash_locate(S, H) ->
                             E band OMask
                     end;
                 true ->
-                    J = Off + (E band 16#3FFFFFFFFFFFFFF),
-                    <<_:J/binary, Owner0:32, K:32, Pairs/binary>> = S,
-                    fraghash_word_scan(Pairs, K, H, Owner0)
+                    fraghash_slot_overflow(S, Off + (E band 16#3FFFFFFFFFFFFFF), H)
             end;
         <<"fh", 1, _:8, _:128, _:32, ?FRAGHASH_INLINE_WORDS, Shift:32, Off:32, _/binary>> ->
             P = Off + ((H bsr Shift) bsl 2),
@@ -114,6 +110,12 @@ fraghash_locate(S, H) ->
             %% A state in the earlier record form, or not a state (aborts).
             fraghash_lookup:locate_legacy(S, H)
     end.
+
+%% The owner of `H' from the overflow record at byte `J' of state `S' (a
+%% slot-word bucket where three or more segments start).
+fraghash_slot_overflow(S, J, H) ->
+    <<_:J/binary, Owner0:32, K:32, Pairs/binary>> = S,
+    fraghash_word_scan(Pairs, K, H, Owner0).
 
 %% A bucket of two owners: `Owner0 + (Owner1 bsl W) + (Offset bsl 2W)',
 %% `Owner1' from `Offset' into the bucket on.

@@ -209,10 +209,7 @@ word_probes(Shift, Base, Bin) ->
                         E < 16#80000000 -> [];
                         E < 16#C0000000 -> [First + ((E bsr OBits) band OffMask)];
                         true ->
-                            J = Base + 4 * (E band 16#3FFFFFFF),
-                            <<_:J/binary, _:32, K:32, Pairs:K/binary-unit:64,
-                              _/binary>> = Bin,
-                            [Start || <<Start:32, _:32>> <= Pairs]
+                            overflow_starts(Bin, Base + 4 * (E band 16#3FFFFFFF))
                     end,
            [First, First + OffMask | lists:append([[X - 1, X] || X <- Inside])]
        end || {I, E} <- lists:zip(lists:seq(0, N - 1), [E || <<E:32>> <= Buckets])]).
@@ -232,13 +229,15 @@ slot_word_probes(O, D, SlotShift, Shift, Base, Bin) ->
                             Start2 = (E bsr (3 * O + D)) band ((1 bsl D) - 1),
                             [First + (X bsl SlotShift) || X <- [Start1, Start2], X > 0];
                         true ->
-                            J = Base + (E band ((1 bsl 58) - 1)),
-                            <<_:J/binary, _:32, K:32, Pairs:K/binary-unit:64,
-                              _/binary>> = Bin,
-                            [Start || <<Start:32, _:32>> <= Pairs]
+                            overflow_starts(Bin, Base + (E band ((1 bsl 58) - 1)))
                     end,
            [First, First + (1 bsl Shift) - 1 | lists:append([[X - 1, X] || X <- Inside])]
        end || {I, E} <- lists:zip(lists:seq(0, N - 1), [E || <<E:64>> <= Buckets])]).
+
+%% The segment starts of the overflow record at byte `J' of `Bin'.
+overflow_starts(Bin, J) ->
+    <<_:J/binary, _:32, K:32, Pairs:K/binary-unit:64, _/binary>> = Bin,
+    [Start || <<Start:32, _:32>> <= Pairs].
 
 %% The first and last hash of every bucket of a fixed slot-word lookup
 %% (words from byte `Base' of `Bin', `Buckets' buckets of `PerBucket'
@@ -255,10 +254,7 @@ fixed_slot_word_probes(Buckets, PerBucket, Base, Bin) ->
                             [First + X * SlotSize
                              || X <- [(E bsr 26) band 16#1FF, E bsr 48], X > 0];
                         true ->
-                            J = Base + (E band ((1 bsl 58) - 1)),
-                            <<_:J/binary, _:32, K:32, Pairs:K/binary-unit:64,
-                              _/binary>> = Bin,
-                            [Start || <<Start:32, _:32>> <= Pairs]
+                            overflow_starts(Bin, Base + (E band ((1 bsl 58) - 1)))
                     end,
            [First, First + Size - 1 | lists:append([[X - 1, X] || X <- Inside])]
        end || {I, E} <- lists:zip(lists:seq(0, Buckets - 1), [E || <<E:64>> <= Words])]).
