@@ -30,11 +30,14 @@ fraghash_locate(S, H) ->
     case S of
         <<"fh", 1, _:8, _:128, _:32, ?FRAGHASH_INLINE_FIXED_SLOT_WORDS, Buckets:16, PerBucket:16,
           Off:32, _:(Off - ?FRAGHASH_STATE_HEAD_BYTES + (((H * Buckets) bsr 32) bsl 3))/binary,
-          E:64, _/binary>> ->
+          Flags:6, E:58, _/binary>> ->
             %% The bucket by multiplication, the word's fields at fixed
-            %% widths: every shift a literal.
+            %% widths: every shift a literal. The word is read as its 6
+            %% flag bits and 58 others, so both are small integers: a
+            %% 64-bit field may be a bignum, which the JIT reads through a
+            %% generic helper (10 ns more per lookup, measured).
             if
-                E < 16#400000000000000 ->
+                Flags =:= 0 ->
                     %% [Start2:9][Owner2:13][Start1:9][Owner1:13][Owner0:13]
                     X = (((H * Buckets) band 16#FFFFFFFF) * PerBucket) bsr 32,
                     if
@@ -43,14 +46,15 @@ fraghash_locate(S, H) ->
                         true -> E band 16#1FFF
                     end;
                 true ->
-                    fraghash_slot_overflow(S, Off + (E band 16#3FFFFFFFFFFFFFF), H)
+                    fraghash_slot_overflow(S, Off + E, H)
             end;
         <<"fh", 1, _:8, _:128, _:32, ?FRAGHASH_INLINE_SLOT_WORDS, O:8, D:8, SlotShift:8, Shift:8,
-          Off:32, _:(Off - ?FRAGHASH_STATE_HEAD_BYTES + ((H bsr Shift) bsl 3))/binary, E:64,
-          _/binary>> ->
-            %% One match reads the head and the bucket's word.
+          Off:32, _:(Off - ?FRAGHASH_STATE_HEAD_BYTES + ((H bsr Shift) bsl 3))/binary, Flags:6,
+          E:58, _/binary>> ->
+            %% One match reads the head and the bucket's word (flags apart,
+            %% as above).
             if
-                E < 16#400000000000000 ->
+                Flags =:= 0 ->
                     %% [Start2][Owner2][Start1][Owner1][Owner0], low bits last.
                     DMask = (1 bsl D) - 1,
                     OMask = (1 bsl O) - 1,
@@ -68,7 +72,7 @@ fraghash_locate(S, H) ->
                             E band OMask
                     end;
                 true ->
-                    fraghash_slot_overflow(S, Off + (E band 16#3FFFFFFFFFFFFFF), H)
+                    fraghash_slot_overflow(S, Off + E, H)
             end;
         <<"fh", 1, _:8, _:128, _:32, ?FRAGHASH_INLINE_WORDS, Shift:32, Off:32, _/binary>> ->
             P = Off + ((H bsr Shift) bsl 2),
