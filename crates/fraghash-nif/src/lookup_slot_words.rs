@@ -20,9 +20,10 @@
 //! if `x >= start2`, else `owner1` if `x >= start1`, else `owner0`. A
 //! bucket inside one segment has both starts 0 and its owner in `owner2`;
 //! a bucket with one start has `start2 = start1`. Every word is below
-//! 2^59; Erlang reads it as 6 flag bits and 58 others, two small integers
-//! the JIT extracts inline (a 64-bit field could be a bignum, so the JIT
-//! reads one through a generic helper). `3o + 2d <= 58`, which
+//! 2^59. Erlang reads a fixed-form word as two aligned 32-bit halves,
+//! which the JIT extracts inline (a 64-bit field could be a bignum, so
+//! the JIT reads one through a generic helper), and a word of the earlier
+//! form as 6 flag bits and 58 others. `3o + 2d <= 58`, which
 //! bounds the bucket count from below (at 4,000 fragments, `o = 12`, so
 //! `d <= 11`). A bucket where three or more segments start is an overflow
 //! record, as in [`crate::lookup_words`]: the owner at the bucket's first
