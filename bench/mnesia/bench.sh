@@ -6,7 +6,9 @@
 #   FRAGHASH_BENCH_ROUNDS (passes of overwrites and reads per repetition,
 #   default 1), FRAGHASH_BENCH_FRESH_MAX (largest fragment count whose
 #   tables are created afresh every repetition, default 400),
-#   FRAGHASH_BENCH_PUBLISH_FRAGS (fragments of the add_frag table, 400).
+#   FRAGHASH_BENCH_PUBLISH_FRAGS (fragments of the add_frag table, 400),
+#   FRAGHASH_BENCH_PROCESSES (shared: the benchmark's process runs every
+#   table's batches, the default; per_table: a process per table).
 # The full run (an hour or more: Mnesia creates a 4,000-fragment table in
 # 30 to 40 s on a node holding many tables):
 #   ERL_FLAGS="+S 1:1" FRAGHASH_BENCH_REPS=10 bench/mnesia/bench.sh 50000 50,400,4000

@@ -22,14 +22,22 @@ main([Keys, Frags, DistKeys]) ->
     fraghash_bench_state:run(Fs, 1000000, 7),
     {Reps, Rounds} = {env_int("FRAGHASH_BENCH_REPS", 3), env_int("FRAGHASH_BENCH_ROUNDS", 1)},
     FreshMax = env_int("FRAGHASH_BENCH_FRESH_MAX", 400),
+    Processes = case os:getenv("FRAGHASH_BENCH_PROCESSES", "shared") of
+                    "per_table" -> per_table;
+                    _ -> shared
+                end,
     io:format("~n## async_dirty through mnesia_frag, ram_copies, ~b keys: ~b repetitions "
               "of ~b inserts of new keys and ~b interleaved passes of overwrites and reads"
-              "~n~n", [K, Reps, K, Rounds]),
+              " (batches run by ~s)~n~n",
+              [K, Reps, K, Rounds, case Processes of
+                                       shared -> "one process";
+                                       per_table -> "a process per table"
+                                   end]),
     plain(K),
     io:format("~n"),
     fraghash_bench_throughput:print_header(),
     [fraghash_bench_throughput:run(?MODULES ++ [fraghash_bench_control], F, K, {Reps, Rounds},
-                                   FreshMax)
+                                   FreshMax, Processes)
      || F <- Fs],
     PubFrags = env_int("FRAGHASH_BENCH_PUBLISH_FRAGS", 400),
     io:format("~n## add_frag and publishing, ~b fragments, 20,000 records, median of 5~n~n",

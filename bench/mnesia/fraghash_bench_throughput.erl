@@ -38,9 +38,22 @@
 %% Tables are created with one fragment fewer, then grown by one `add_frag'
 %% (while empty), so the fraghash modules hold real state bytes, as a user's
 %% table does once it has grown.
+%%
+%% Where the operations run: by default (`shared') the benchmark's own
+%% process runs every table's batches, so each batch inherits the heap
+%% left by whichever table ran before it. A state over 64 bytes adds its
+%% size to the binary heap of the process that copies it out of ets, which
+%% brings that process's garbage collections forward, so a module with
+%% such a state changes the collections that fall in its neighbours'
+%% batches and its own: at 50 fragments `slots' lost 5% in whichever phase
+%% came first after a change of table, and gained as much in the others.
+%% `per_table' gives every table its own process, started with the
+%% repetition, that runs that table's batches (the timing is taken inside
+%% it): each module then sees only its own collections, as an application
+%% process working on one table does.
 -module(fraghash_bench_throughput).
 
--export([run/4, run/5, print_header/0]).
+-export([run/4, run/5, run/6, print_header/0]).
 
 %% Keys per batch: long enough that the timer and the activity's set-up are
 %% well below 1 % of it, short enough that a burst of outside load falls on
@@ -51,6 +64,7 @@
 
 -type entry() :: {Label :: string(), module()}.
 -type op() :: i | w | r.
+-type processes() :: shared | per_table.
 
 %% @doc The table header for {@link run/5}'s lines.
 -spec print_header() -> ok.
@@ -65,6 +79,12 @@ print_header() ->
 run(Mods, Frags, K, RepsRounds) ->
     run(Mods, Frags, K, RepsRounds, ?FRESH_MAX).
 
+%% @doc As {@link run/6} with every batch run by the calling process.
+-spec run([module()], pos_integer(), pos_integer(),
+          {pos_integer(), pos_integer()}, non_neg_integer()) -> ok.
+run(Mods, Frags, K, RepsRounds, FreshMax) ->
+    run(Mods, Frags, K, RepsRounds, FreshMax, shared).
+
 %% @doc One line per module for `Frags' fragments and `K' keys: `Reps'
 %% repetitions, each inserting `K' new keys once and making `Rounds' passes
 %% of overwrites and reads over the `K' loaded keys. Rates are over all
@@ -72,9 +92,11 @@ run(Mods, Frags, K, RepsRounds) ->
 %% module's in one repetition (above 1: faster than the default): the
 %% median over the repetitions, then the lowest and highest. Tables are
 %% created afresh for every repetition when `Frags =< FreshMax', else once.
+%% `Processes' says which process runs a table's batches (see the module
+%% doc).
 -spec run([module()], pos_integer(), pos_integer(),
-          {pos_integer(), pos_integer()}, non_neg_integer()) -> ok.
-run(Mods, Frags, K, {Reps, Rounds}, FreshMax) when Reps =< 99 ->
+          {pos_integer(), pos_integer()}, non_neg_integer(), processes()) -> ok.
+run(Mods, Frags, K, {Reps, Rounds}, FreshMax, Processes) when Reps =< 99 ->
     Entries = [{"`" ++ atom_to_list(M) ++ "`", M} || M <- Mods]
         ++ [{"`mnesia_frag_hash` (a second table)", mnesia_frag_hash}],
     Keys = [fraghash_bench:key(I) || I <- lists:seq(1, K)],
@@ -93,7 +115,7 @@ run(Mods, Frags, K, {Reps, Rounds}, FreshMax) when Reps =< 99 ->
                      create_all(0, Numbered, Frags, Keys)
                          ++ create_all(99, lists:reverse(Numbered), Frags, Keys)
              end,
-    PerRep = [repetition(Rep, Numbered, Frags, Keys, Rounds, Shared)
+    PerRep = [repetition(Rep, Numbered, Frags, Keys, Rounds, Shared, Processes)
               || Rep <- lists:seq(1, Reps)],
     Ref = hd(Entries),
     lists:foreach(
@@ -122,9 +144,9 @@ run(Mods, Frags, K, {Reps, Rounds}, FreshMax) when Reps =< 99 ->
 %% create}'.
 -spec repetition(pos_integer(), [{pos_integer(), entry()}], pos_integer(), [string()],
                  pos_integer(),
-                 fresh | [{entry(), atom(), non_neg_integer()}]) ->
+                 fresh | [{entry(), atom(), non_neg_integer()}], processes()) ->
           #{{entry(), op() | create} => non_neg_integer()}.
-repetition(Rep, Numbered, Frags, Keys, Rounds, Shared) ->
+repetition(Rep, Numbered, Frags, Keys, Rounds, Shared, Processes) ->
     Tabs = case Shared of
                fresh -> create_all(Rep, fraghash_bench:rotate(Numbered, Rep rem length(Numbered)),
                                    Frags, Keys);
@@ -135,7 +157,7 @@ repetition(Rep, Numbered, Frags, Keys, Rounds, Shared) ->
     NewKeys = batches([new_key(Rep, I) || I <- lists:seq(1, length(Keys))], ?BATCH),
     Work = [{B, N} || {B, N} <- lists:zip(Batches, NewKeys)]
         ++ [{B, none} || _ <- lists:seq(2, Rounds), B <- Batches],
-    Pairs = [{E, Tab} || {E, Tab, _} <- Tabs],
+    Pairs = [{E, Tab, runner(Processes)} || {E, Tab, _} <- Tabs],
     rand:seed(exsss, {Rep, Frags, 2009}),
     erlang:garbage_collect(),
     Times = lists:foldl(
@@ -143,6 +165,7 @@ repetition(Rep, Numbered, Frags, Keys, Rounds, Shared) ->
                       lists:foldl(fun(P, A) -> time_batch(P, Batch, A) end,
                                   Acc, shuffle(Pairs))
               end, Created, Work),
+    _ = [exit(Pid, kill) || {_, _, Pid} <- Pairs, is_pid(Pid)],
     case Shared of
         fresh -> ok;
         _ -> [ok = mnesia:activity(async_dirty, fun() -> delete_all(Tab, lists:append(NewKeys)) end,
@@ -169,23 +192,47 @@ create_all(Rep, Numbered, Frags, Keys) ->
 %% often have, distinct from every loaded key and every other repetition's.
 new_key(Rep, I) -> {user, Rep * 100000000 + I, <<"new">>}.
 
+%% The process that runs one table's batches: the caller (`self'), or one
+%% of its own.
+runner(shared) -> self;
+runner(per_table) -> spawn_link(fun run_batches/0).
+
+run_batches() ->
+    receive
+        {From, Tab, Work} ->
+            From ! {self(), phases(Tab, Work)},
+            run_batches()
+    end.
+
+%% Runs one batch in one table (in its runner) and adds the nanoseconds of
+%% each phase to the entry's totals in `Acc'.
+time_batch({E, Tab, self}, Work, Acc) ->
+    add_phases(E, phases(Tab, Work), Acc);
+time_batch({E, Tab, Pid}, Work, Acc) ->
+    Pid ! {self(), Tab, Work},
+    receive {Pid, Phases} -> add_phases(E, Phases, Acc) end.
+
+add_phases(E, Phases, Acc) ->
+    lists:foldl(fun({Op, Ns}, A) -> add({E, Op}, Ns, A) end, Acc, Phases).
+
 %% Inserts (when there are new keys), overwrites, then reads one batch in
-%% one table; adds the nanoseconds of each to the entry's totals in `Acc'.
-time_batch({E, Tab}, {Batch, New}, Acc) ->
+%% one table: `[{Op, Nanoseconds}]'.
+phases(Tab, {Batch, New}) ->
     T0 = erlang:monotonic_time(nanosecond),
-    A0 = case New of
-             none -> Acc;
-             _ ->
-                 ok = mnesia:activity(async_dirty, fun() -> write_all(Tab, New) end,
-                                      [], mnesia_frag),
-                 add({E, i}, erlang:monotonic_time(nanosecond) - T0, Acc)
-         end,
+    Inserts = case New of
+                  none ->
+                      [];
+                  _ ->
+                      ok = mnesia:activity(async_dirty, fun() -> write_all(Tab, New) end,
+                                           [], mnesia_frag),
+                      [{i, erlang:monotonic_time(nanosecond) - T0}]
+              end,
     T1 = erlang:monotonic_time(nanosecond),
     ok = mnesia:activity(async_dirty, fun() -> write_all(Tab, Batch) end, [], mnesia_frag),
     T2 = erlang:monotonic_time(nanosecond),
     ok = mnesia:activity(async_dirty, fun() -> read_all(Tab, Batch) end, [], mnesia_frag),
     T3 = erlang:monotonic_time(nanosecond),
-    add({E, r}, T3 - T2, add({E, w}, T2 - T1, A0)).
+    [{w, T2 - T1}, {r, T3 - T2} | Inserts].
 
 add(Key, Ns, Acc) -> maps:update_with(Key, fun(V) -> V + Ns end, Ns, Acc).
 
