@@ -336,8 +336,8 @@ copy_hidden(Tab, Copies, Prev, Dests) ->
                    end
            end,
     Remove = fun({K, _F, T}) -> mnesia:delete(T, K, write) end,
-    Result = case lists:any(fun disc_only_here/1, Dests) of
-                 true ->
+    Result = case fraghash_snapshot:local_dets(Dests) of
+                 [_ | _] ->
                      mnesia:transaction(
                        fun() ->
                                [mnesia:lock({table, T}, write) || T <- Dests],
@@ -346,7 +346,7 @@ copy_hidden(Tab, Copies, Prev, Dests) ->
                                lists:foreach(Copy, Copies),
                                lists:foreach(Remove, Gone)
                        end);
-                 false ->
+                 [] ->
                      {atomic, ok} = batches(Copy, Copies),
                      batches(Remove, Gone)
              end,
@@ -354,10 +354,6 @@ copy_hidden(Tab, Copies, Prev, Dests) ->
         {atomic, ok} -> ok;
         Aborted -> Aborted
     end.
-
-disc_only_here(Frag) ->
-    lists:member(Frag, mnesia:system_info(local_tables))
-        andalso mnesia:table_info(Frag, storage_type) =:= disc_only_copies.
 
 %% Inside the schema transaction, under its write locks on every fragment
 %% involved: each move writes a record that is already where it goes, and

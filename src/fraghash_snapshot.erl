@@ -39,7 +39,7 @@
 %% VM is killed in those moments. Only this node's files are covered.
 -module(fraghash_snapshot).
 
--export([take/2, discard/1, restore/2, dir/1]).
+-export([take/2, discard/1, restore/2, dir/1, local_dets/1]).
 
 -define(CHUNK, 1000).
 
@@ -116,12 +116,15 @@ restore(Tab, Entry) ->
 dir(Tab) ->
     filename:join([mnesia:system_info(directory), "fraghash_snapshots", atom_to_list(Tab)]).
 
-%%% Internals
-
+%% @doc Those of the fragments `Frags' that have a `disc_only_copies' copy
+%% on this node (sorted, without duplicates): the ones a snapshot covers.
+-spec local_dets([atom()]) -> [atom()].
 local_dets(Frags) ->
     Local = mnesia:system_info(local_tables),
     [F || F <- lists:usort(Frags), lists:member(F, Local),
           mnesia:table_info(F, storage_type) =:= disc_only_copies].
+
+%%% Internals
 
 %% Copies fragment F's dets table into Dir/F.DAT, through a temporary file.
 copy(F, Dir) ->
