@@ -154,6 +154,10 @@ settle_moved(Tab, Moves) ->
 %% there if that is unchanged. At recovery nothing was watched, and what
 %% a donor holds may be an older copy: the destination's record is kept.
 sweep(Tab, Donors, New, Moves, When) ->
+    Moved = case When of
+                {after_commit, _} -> maps:from_list([{K, R} || {K, _F, _T, R} <- Moves]);
+                recovery -> #{}
+            end,
     {atomic, Away} =
         mnesia:transaction(
           fun() ->
@@ -162,16 +166,12 @@ sweep(Tab, Donors, New, Moves, When) ->
                       {after_commit, Watcher} ->
                           mnesia:lock({table, New}, write),
                           Events = fraghash_frag_watch:racing(Watcher, 5000),
-                          _ = fraghash_frag_watch:undo_racing_deletes(Events, Moves, New);
+                          _ = fraghash_frag_watch:undo_racing_deletes(Events, Moved, New);
                       recovery ->
                           ok
                   end,
                   fraghash_frag:misplaced(Tab, Donors)
           end),
-    Moved = case When of
-                {after_commit, _} -> maps:from_list([{K, R} || {K, _F, _T, R} <- Moves]);
-                recovery -> #{}
-            end,
     {atomic, ok} = fraghash_frag:move_misplaced(Away, Moved),
     ok.
 

@@ -78,15 +78,14 @@ stop(Pid) ->
     exit(Pid, kill),
     ok.
 
-%% @doc For each key an add moved (`Moves', as journaled: `{Key, From, To,
-%% Record}') whose last racing event is a delete: deletes it from the new
+%% @doc For each key an add moved (`Moved': key to the record moved) whose
+%% last racing event is a delete: deletes it from the new
 %% fragment `New' if that still holds the moved record or a value a racing
 %% writer wrote (copied there by the follow-up), not a value written since
 %% by a writer that routed the key to `New'. Call inside a transaction that
 %% holds `New''s table lock. Returns the keys deleted.
--spec undo_racing_deletes([tuple()], [tuple()], atom()) -> [term()].
-undo_racing_deletes(Events, Moves, New) ->
-    Moved = maps:from_list([{K, Rec} || {K, _From, _To, Rec} <- Moves]),
+-spec undo_racing_deletes([tuple()], #{term() => tuple()}, atom()) -> [term()].
+undo_racing_deletes(Events, Moved, New) ->
     {Last, Written} =
         lists:foldl(
           fun({write, Rec, _}, {L, W}) ->
