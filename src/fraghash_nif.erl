@@ -182,13 +182,12 @@ digest(_Bytes) -> ?NIF.
 lookup_table(_Digest, _Bytes) -> ?NIF.
 
 %% @doc The lookup a hash state carries inside itself, when it takes at
-%% most `MaxBytes': `{slot_words, Params, Words}' for slots (64-bit words,
-%% see the crate's `lookup_slot_words' module), `{words, Shift, Words}'
-%% (32-bit words, two buckets per segment, see its `lookup_words' module)
-%% for ring,
-%% `{low_bits, Mask, Half, N}' for linear, `none' for jump or a larger
-%% table. O(table), dirty CPU.
--spec inline_table(digest(), binary(), non_neg_integer()) ->
-          {slot_words, non_neg_integer(), binary()} | {words, 0..29, binary()}
-          | {low_bits, non_neg_integer(), pos_integer(), pos_integer()} | none.
+%% most `MaxBytes': `{fixed_slot_words, Params, Words}' for slots (64-bit
+%% words with fields at fixed widths, see the crate's `lookup_slot_words'
+%% module), or `{slot_words, Params, Words}' for a slots table the fixed
+%% form cannot hold; `{words, Shift, Words}' (32-bit words, two buckets per
+%% segment, see its `lookup_words' module) for ring; `{low_bits, Mask,
+%% Half, N}' for linear; `none' for jump or a larger table. O(table), dirty
+%% CPU.
+-spec inline_table(digest(), binary(), non_neg_integer()) -> fraghash_state:inline().
 inline_table(_Digest, _Bytes, _MaxBytes) -> ?NIF.

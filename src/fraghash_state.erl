@@ -42,18 +42,16 @@ encode(#fraghash_state{scheme = Scheme, table = Tab, n = N, opts = Opts, digest 
             <<(Head(?FRAGHASH_INLINE_NONE, 0, 0))/binary, Body/binary>>;
         {low_bits, Mask, Half, N} ->
             <<(Head(?FRAGHASH_INLINE_LOW_BITS, Mask, Half))/binary, Body/binary>>;
-        {words, Shift, Words} ->
+        {Form, A, Words} ->
+            %% Words after the body; `A' is the form's parameter (a shift,
+            %% or the slot-word layout's numbers), `Z' the words' offset.
             Off = ?FRAGHASH_STATE_HEAD_BYTES + byte_size(Body),
-            <<(Head(?FRAGHASH_INLINE_WORDS, Shift, Off))/binary, Body/binary, Words/binary>>;
-        {slot_words, Params, Words} ->
-            Off = ?FRAGHASH_STATE_HEAD_BYTES + byte_size(Body),
-            <<(Head(?FRAGHASH_INLINE_SLOT_WORDS, Params, Off))/binary, Body/binary,
-              Words/binary>>;
-        {fixed_slot_words, Params, Words} ->
-            Off = ?FRAGHASH_STATE_HEAD_BYTES + byte_size(Body),
-            <<(Head(?FRAGHASH_INLINE_FIXED_SLOT_WORDS, Params, Off))/binary, Body/binary,
-              Words/binary>>
+            <<(Head(words_kind(Form), A, Off))/binary, Body/binary, Words/binary>>
     end.
+
+words_kind(words) -> ?FRAGHASH_INLINE_WORDS;
+words_kind(slot_words) -> ?FRAGHASH_INLINE_SLOT_WORDS;
+words_kind(fixed_slot_words) -> ?FRAGHASH_INLINE_FIXED_SLOT_WORDS.
 
 %% @doc The decoded form of a state: `{ok, State}', or `{error, Why}' when
 %% the term is not a fraghash hash state or is damaged. Needs the NIF (for
