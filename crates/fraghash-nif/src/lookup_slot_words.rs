@@ -188,15 +188,9 @@ impl SlotWordIndex {
                     owner << (2 * o + d) | owner << o | owner
                 }
                 Bucket::Split(first, rest) => match rest[..] {
-                    [(s1, o1)] => {
-                        let (s1, o1) = (offset(b, s1), u64::from(o1));
-                        s1 << (3 * o + d)
-                            | o1 << (2 * o + d)
-                            | s1 << (2 * o)
-                            | o1 << o
-                            | u64::from(*first)
-                    }
-                    [(s1, o1), (s2, o2)] => {
+                    // One start fills both pairs (`start2 = start1`).
+                    [(s1, o1)] | [(s1, o1), _] => {
+                        let (s2, o2) = rest[rest.len() - 1];
                         let (s1, o1, s2, o2) =
                             (offset(b, s1), u64::from(o1), offset(b, s2), u64::from(o2));
                         s2 << (3 * o + d)
