@@ -46,8 +46,8 @@ repetition(R, Numbered) ->
                       lists:foldl(fun({I, Tab}, Acc2) ->
                                           Ns = timed(Tab, Batch),
                                           maps:update_with(I, fun(V) -> V + Ns end, Ns, Acc2)
-                                  end, Acc, shuffle(Tabs))
-              end, #{}, batches(Keys)),
+                                  end, Acc, fraghash_bench_throughput:shuffle(Tabs))
+              end, #{}, fraghash_bench_throughput:batches(Keys, ?BATCH)),
     [{atomic, ok} = mnesia:delete_table(Tab) || {_, Tab} <- Tabs],
     Times.
 
@@ -61,14 +61,7 @@ create(Tab, Mod) ->
 
 timed(Tab, Batch) ->
     T0 = erlang:monotonic_time(nanosecond),
-    ok = mnesia:activity(async_dirty, fun() -> write_all(Tab, Batch) end, [], mnesia_frag),
+    ok = mnesia:activity(async_dirty,
+                         fun() -> fraghash_bench_throughput:write_all(Tab, Batch) end,
+                         [], mnesia_frag),
     erlang:monotonic_time(nanosecond) - T0.
-
-write_all(Tab, [K | Ks]) -> mnesia:write({Tab, K, K}), write_all(Tab, Ks);
-write_all(_, []) -> ok.
-
-batches([]) -> [];
-batches(L) when length(L) =< ?BATCH -> [L];
-batches(L) -> {A, B} = lists:split(?BATCH, L), [A | batches(B)].
-
-shuffle(L) -> [X || {_, X} <- lists:sort([{rand:uniform(), X} || X <- L])].

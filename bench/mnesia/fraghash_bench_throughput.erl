@@ -54,6 +54,8 @@
 -module(fraghash_bench_throughput).
 
 -export([run/4, run/5, run/6, print_header/0]).
+%% Shared with fraghash_bench_inserts.
+-export([batches/2, shuffle/1, write_all/2]).
 
 %% Keys per batch: long enough that the timer and the activity's set-up are
 %% well below 1 % of it, short enough that a burst of outside load falls on
