@@ -502,14 +502,26 @@ distribution(Tab) ->
 %% which Mnesia copies on every read and write), and for fraghash's
 %% modules `scheme' (`slots', `chash', `jump' or `linear') and `state' (the
 %% scheme's own description: spec, fragments, memory of the built table;
-%% for `slots' its slot count and slots per fragment).
+%% for `slots' its slot count and slots per fragment). A table created with
+%% `{foreign_key, {Master, Attr}}' also has `master' and `co_located':
+%% whether its hash module and state place every key where the master's
+%% do (see docs/mnesia.md, "Foreign keys").
 -spec info(atom()) -> map().
 info(Tab) ->
     {Mod, State, N} = hash(Tab),
-    Base = #{table => Tab,
-             hash_module => Mod,
-             n_fragments => N,
-             hash_state_bytes => state_bytes(State)},
+    Base0 = #{table => Tab,
+              hash_module => Mod,
+              n_fragments => N,
+              hash_state_bytes => state_bytes(State)},
+    Base = case lists:keyfind(foreign_key, 1, mnesia:table_info(Tab, frag_properties)) of
+               {foreign_key, {Master, _}} ->
+                   {MMod, MState, _} = hash(Master),
+                   Base0#{master => Master,
+                          co_located => fraghash_mnesia:same_placement({Mod, State},
+                                                                       {MMod, MState})};
+               _ ->
+                   Base0
+           end,
     case fraghash_state:decode(State) of
         {ok, #fraghash_state{scheme = Scheme}} ->
             Base#{scheme => Scheme, state => fraghash_mnesia:info(State)};

@@ -22,7 +22,7 @@
 
 -export([init_state/3, add_frag/2, del_frag/2, key_to_frag_number/2,
          match_spec_to_frag_numbers/2, info/1, module_of/1]).
--export([encode/1, decode/1, nif/1, built_dir/0]).
+-export([encode/1, decode/1, nif/1, built_dir/0, same_placement/2]).
 
 -type scheme() :: slots | chash | jump | linear.
 -export_type([scheme/0]).
@@ -41,14 +41,43 @@
 %% one `add_frag' takes slots from, and so scans; `{weights, [pos_integer()]}':
 %% the weight of fragment 1, 2, ... (fragments beyond the list weigh 1).</li>
 %% <li>chash: `{points, 1..10000}' (default 100): ring points per fragment.</li>
-%% <li>jump, linear: no options.</li>
+%% <li>jump, linear: no options of their own.</li>
+%% <li>every scheme: `{master, M}', for a table created with
+%% `{foreign_key, {M, Attr}}' when `M' uses the same hash module: the table
+%% takes `M''s placement at creation, so each of its records lands in the
+%% fragment number of `M''s record for the same key from the first write
+%% (see "Foreign keys" below). Its other options must be none or `M''s.</li>
 %% </ul>
 -spec init_state(scheme(), atom(), term()) -> fraghash_state:encoded().
 init_state(Scheme, Tab, State) ->
-    Opts = options(Scheme, State),
-    {D, B} = nif(fun() -> fraghash_nif:fresh_state(spec(Scheme, Opts), 1, weights(1, Opts)) end),
-    encode(#fraghash_state{scheme = Scheme, table = Tab, n = 1, opts = Opts,
-                           digest = D, bytes = B}).
+    case options(Scheme, State) of
+        [{master, M} | Own] ->
+            %% Checked now, so that a wrong master refuses the create.
+            Master = master_state(Scheme, Tab, M, Own),
+            encode(creating_as(Master, Tab, 1));
+        Opts ->
+            encode(fresh(Scheme, Tab, Opts, 1))
+    end.
+
+%% A new table's state: `N' fragments, perfectly balanced.
+fresh(Scheme, Tab, Opts, N) ->
+    {D, B} = nif(fun() -> fraghash_nif:fresh_state(spec(Scheme, Opts), N, weights(N, Opts)) end),
+    #fraghash_state{scheme = Scheme, table = Tab, n = N, opts = Opts, digest = D, bytes = B}.
+
+%% The state of fragment `N' of a table being created that follows
+%% `Master': the master's own state once the table has as many fragments
+%% (Mnesia checks that a foreign-key table is created with its master's
+%% count); until then a new table's, with `{master, M}' kept in the options
+%% for the next step (Mnesia reads no key through those).
+creating_as(#fraghash_state{n = N} = Master, Tab, N) ->
+    Master#fraghash_state{table = Tab};
+creating_as(#fraghash_state{scheme = Scheme, table = M, n = MN, opts = Opts}, Tab, N)
+  when N < MN ->
+    fresh(Scheme, Tab, [{master, M} | Opts], N);
+creating_as(#fraghash_state{table = M, n = MN}, Tab, _N) ->
+    refuse(master_fragments,
+           "~s is created with more fragments than its master ~s (~b): "
+           "create it with the master's n_fragments", [Tab, M, MN]).
 
 %% @doc `add_frag/1' of scheme `Scheme': `{NewState, IterFrags, LockFrags}'
 %% where `IterFrags' are exactly the fragments that can lose records.
@@ -59,43 +88,47 @@ init_state(Scheme, Tab, State) ->
 %% `mnesia:system_info(tables)'), Mnesia calls `add_frag' once per extra
 %% fragment on empty fragments and moves nothing, so the recipe's starting
 %% table grows instead: the table starts perfectly balanced and creating
-%% 4,000 fragments stays O(fragments) per step. Afterwards each `add_frag'
-%% is appended to the recipe and honours the `donors' bound.
+%% 4,000 fragments stays O(fragments) per step (a table created with
+%% `{master, M}' ends as `M''s state instead). Afterwards each `add_frag'
+%% is appended to the recipe and honours the `donors' bound; a foreign-key
+%% table's is its master's (see "Foreign keys" below).
 -spec add_frag(scheme(), fraghash_state:encoded()) ->
           {fraghash_state:encoded(), [pos_integer()], [pos_integer()]}.
 add_frag(Scheme, State) ->
     add_decoded(Scheme, decode(Scheme, State)).
 
-add_decoded(Scheme, #fraghash_state{scheme = Scheme, n = N, opts = Opts,
-                                    digest = D, bytes = B} = S) ->
+add_decoded(Scheme, #fraghash_state{scheme = Scheme, table = Tab, n = N, opts = Opts} = S) ->
     ok = refuse_unsafe_change(S, add_frag),
     N1 = N + 1,
-    {D2, B2, Iter, Lock} =
-        case creating(S#fraghash_state.table) of
-            true ->
-                {FD, FB} = nif(fun() ->
-                                       fraghash_nif:fresh_state(spec(Scheme, Opts), N1,
-                                                                weights(N1, Opts))
-                               end),
-                %% Every fragment is empty: none can lose records.
-                {FD, FB, [], [N1]};
-            false ->
-                ok = built_dir(),
-                case get(fraghash_relieve) of
-                    {Tab, Frag} when Tab =:= S#fraghash_state.table, Scheme =:= slots ->
-                        %% fraghash_frag:relieve/3: the new fragment takes
-                        %% half of Frag's slots, nothing else moves.
-                        nif(fun() -> fraghash_nif:split_frag(D, B, Frag) end);
-                    {Tab, _} when Tab =:= S#fraghash_state.table ->
-                        mnesia:abort({fraghash, relieve_needs_slots,
-                                      "only mnesia_frag_slots can relieve one fragment"});
-                    _ ->
-                        W = weight(N1, Opts),
-                        nif(fun() -> fraghash_nif:add_frag(D, B, W, donors(Opts)) end)
-                end
-        end,
-    {encode(S#fraghash_state{n = N1, digest = D2, bytes = B2}), Iter, Lock}.
+    case creating(Tab) of
+        true ->
+            %% Every fragment is empty: none can lose records.
+            New = case Opts of
+                      [{master, M} | Own] -> creating_as(master_state(Scheme, Tab, M, Own), Tab, N1);
+                      _ -> fresh(Scheme, Tab, Opts, N1)
+                  end,
+            {encode(New), [], [N1]};
+        false ->
+            ok = built_dir(),
+            ok = check_foreigners(Scheme, Tab),
+            follow(S, N1, fun(From) -> added(Scheme, From) end)
+    end.
 
+%% `add_frag' applied to state `From' (the table's own, or its master's):
+%% `{NewDigest, NewRecipe, Iter, Lock}'.
+added(Scheme, #fraghash_state{table = Tab, n = N, opts = Opts, digest = D, bytes = B}) ->
+    case get(fraghash_relieve) of
+        {Tab, Frag} when Scheme =:= slots ->
+            %% fraghash_frag:relieve/3: the new fragment takes half of
+            %% Frag's slots, nothing else moves.
+            nif(fun() -> fraghash_nif:split_frag(D, B, Frag) end);
+        {Tab, _} ->
+            mnesia:abort({fraghash, relieve_needs_slots,
+                          "only mnesia_frag_slots can relieve one fragment"});
+        _ ->
+            W = weight(N + 1, Opts),
+            nif(fun() -> fraghash_nif:add_frag(D, B, W, donors(Opts)) end)
+    end.
 
 %% @doc `del_frag/1' of scheme `Scheme': removes the last fragment;
 %% `{NewState, [Last], FragmentsThatCanReceiveItsRecords}'.
@@ -108,11 +141,147 @@ del_frag(Scheme, State) ->
         _ -> bad_state(Scheme, State)
     end.
 
-del_decoded(#fraghash_state{digest = D, bytes = B, n = N} = S) ->
+del_decoded(#fraghash_state{scheme = Scheme, table = Tab, n = N} = S) ->
     ok = refuse_unsafe_change(S, del_frag),
     ok = built_dir(),
-    {D2, B2, Iter, Lock} = nif(fun() -> fraghash_nif:del_frag(D, B) end),
-    {encode(S#fraghash_state{n = N - 1, digest = D2, bytes = B2}), Iter, Lock}.
+    ok = check_foreigners(Scheme, Tab),
+    follow(S, N - 1, fun(#fraghash_state{digest = D, bytes = B}) ->
+                      nif(fun() -> fraghash_nif:del_frag(D, B) end)
+              end).
+
+%%% Foreign keys
+%%
+%% Mnesia keeps a table created with `{foreign_key, {Master, Attr}}'
+%% beside its master: each record goes to the fragment number its master's
+%% record for the same key has, and every add_frag or del_frag of the
+%% master is applied to its foreigners in the same schema transaction,
+%% through each one's own hash module and state. That holds for
+%% `mnesia_frag_hash', whose placement depends on the fragment count alone.
+%% Here placement depends on the table's history too (slots' donors,
+%% relieved fragments, a ring's tokens), so a foreigner's state is its
+%% master's: the same recipe (and so the same digest and placement) under
+%% its own table name. A foreigner created with `{master, M}' takes M's
+%% state at creation (`creating_as/3'); each later change is computed from
+%% the master's committed state (`follow/2'), the one Mnesia itself still
+%% holds while it runs the master's change.
+
+%% The change `Change' (a function of the state it applies to, giving
+%% `N2' fragments) of table `S': applied to the master's state when the
+%% table is a foreign-key table of a table with the same hash module, else
+%% to its own. `{NewState, Iter, Lock}'.
+follow(#fraghash_state{scheme = Scheme, table = Tab, n = N, opts = Own, digest = D} = S,
+       N2, Change) ->
+    case master_of(Scheme, Tab, [O || {K, _} = O <- Own, K =/= master]) of
+        none ->
+            {D2, B2, Iter, Lock} = Change(S),
+            {encode(S#fraghash_state{n = N2, digest = D2, bytes = B2}), Iter, Lock};
+        #fraghash_state{digest = D, opts = Opts} = Master ->
+            {D2, B2, Iter, Lock} = Change(Master),
+            {encode(S#fraghash_state{n = N2, opts = Opts, digest = D2, bytes = B2}), Iter, Lock};
+        #fraghash_state{opts = Opts} = Master ->
+            %% Created without `{master, M}' after the master's placement
+            %% had left a new table's: from this change on it follows the
+            %% master, and Mnesia moves every record that is not where the
+            %% master's would be (every fragment scanned, every one locked).
+            {D2, B2, _, _} = Change(Master),
+            {encode(S#fraghash_state{n = N2, opts = Opts, digest = D2, bytes = B2}),
+             lists:seq(1, N), lists:seq(1, max(N, N2))}
+    end.
+
+%% The decoded state of `Tab''s master when `Tab' is a foreign-key table
+%% whose master uses this module, after checking that `Tab''s own options
+%% `Own' agree; `none' when the table's own state decides (not a
+%% foreigner, or a `linear' foreigner of a `mnesia_frag_hash' master,
+%% which place keys alike).
+master_of(Scheme, Tab, Own) ->
+    case lists:keyfind(foreign_key, 1, frag_properties(Tab)) of
+        {foreign_key, {M, _Pos}} ->
+            case lists:keyfind(hash_module, 1, frag_properties(M)) of
+                {hash_module, mnesia_frag_hash} when Scheme =:= linear -> none;
+                _ -> master_state(Scheme, Tab, M, Own)
+            end;
+        _ ->
+            none
+    end.
+
+%% `M''s state, for `Tab' to follow: `M' must be a fragmented table with the
+%% same hash module, and `Tab''s own options (`Own') none or `M''s.
+master_state(Scheme, Tab, M, Own) ->
+    Mod = module_of(Scheme),
+    Props = frag_properties(M),
+    case {lists:keyfind(hash_module, 1, Props), lists:keyfind(hash_state, 1, Props)} of
+        {{hash_module, Mod}, {hash_state, MS}} ->
+            #fraghash_state{opts = Opts} = Master = decode(Scheme, MS),
+            case Own =:= [] orelse Own =:= Opts of
+                true -> Master;
+                false -> refuse(options_differ_from_master,
+                                "~s's hash_state options ~w differ from its master ~s's ~w: "
+                                "give it the master's options, or only {master, ~s}",
+                                [Tab, Own, M, Opts, M])
+            end;
+        {{hash_module, Other}, _} ->
+            refuse(master_module_differs,
+                   "~s uses ~s but its master ~s uses ~s, which places keys differently: "
+                   "give both the same hash_module", [Tab, Mod, M, Other]);
+        _ ->
+            refuse(master_not_fragmented,
+                   "~s's master ~s is not a fragmented table: create ~s first, with "
+                   "frag_properties", [Tab, M, M])
+    end.
+
+%% Before a table changes: every foreigner of it must follow it, so each
+%% uses a fraghash module (which follows, see `follow/2') or, for a
+%% `linear' table, `mnesia_frag_hash'. A foreigner with another module
+%% was never co-located; the change is refused rather than made on top.
+check_foreigners(Scheme, Tab) ->
+    Mod = module_of(Scheme),
+    Follows = [Mod | [mnesia_frag_hash || Scheme =:= linear]],
+    Bad = [{F, FMod} || F <- mnesia_frag:lookup_foreigners(Tab),
+                        {hash_module, FMod} <- [lists:keyfind(hash_module, 1, frag_properties(F))],
+                        not lists:member(FMod, Follows)],
+    case Bad of
+        [] -> ok;
+        [{F, FMod} | _] ->
+            refuse(foreigner_module_differs,
+                   "~s (a foreign-key table of ~s) uses ~s, which places keys differently "
+                   "from ~s: recreate it with {hash_module, ~s}",
+                   [F, Tab, FMod, Mod, Mod])
+    end.
+
+%% @doc Whether two tables with the same fragment count (as Mnesia keeps a
+%% foreign-key table and its master) place every key in the same fragment
+%% number, judged from their hash modules and states: the same fraghash
+%% state (its digest), or schemes whose placement depends on the count
+%% alone (`mnesia_frag_hash', which `mnesia_frag_linear' answers like, and
+%% `mnesia_frag_jump').
+-spec same_placement({module(), term()}, {module(), term()}) -> boolean().
+same_placement({ModA, StateA}, {ModB, StateB}) ->
+    case {count_only(ModA, StateA), count_only(ModB, StateB)} of
+        {{true, Family}, {true, Family}} ->
+            true;
+        _ ->
+            case {fraghash_state:decode(StateA), fraghash_state:decode(StateB)} of
+                {{ok, #fraghash_state{digest = D}}, {ok, #fraghash_state{digest = D}}} -> true;
+                _ -> false
+            end
+    end.
+
+count_only(mnesia_frag_hash, _) -> {true, linear};
+count_only(_, State) ->
+    case fraghash_state:decode(State) of
+        {ok, #fraghash_state{scheme = Scheme}} when Scheme =:= linear; Scheme =:= jump ->
+            {true, Scheme};
+        _ ->
+            false
+    end.
+
+frag_properties(Tab) ->
+    try mnesia:table_info(Tab, frag_properties)
+    catch exit:{aborted, _} -> []
+    end.
+
+refuse(Reason, Format, Args) ->
+    mnesia:abort({fraghash, Reason, lists:flatten(io_lib:format(Format, Args))}).
 
 %% @doc The fragment of a key in a state (the hash modules compile the
 %% same lookup in; see `fraghash_lookup').
@@ -209,9 +378,13 @@ has_disc_copies(Tab) ->
 options(Scheme, undefined) -> options(Scheme, []);
 options(Scheme, L) when is_list(L) ->
     %% Only options that differ from the defaults are kept: the state is
-    %% copied out of ets on every operation, so it stays small.
-    Opts = lists:foldl(fun(Opt, Acc) -> option(Scheme, Opt, Acc) end, [], L),
-    Opts -- defaults(Scheme);
+    %% copied out of ets on every operation, so it stays small. A master
+    %% leads (see `init_state/3').
+    Opts = lists:foldl(fun(Opt, Acc) -> option(Scheme, Opt, Acc) end, [], L) -- defaults(Scheme),
+    case lists:keytake(master, 1, Opts) of
+        {value, Master, Rest} -> [Master | Rest];
+        false -> Opts
+    end;
 options(Scheme, Other) ->
     mnesia:abort({bad_hash_state, module_of(Scheme),
                   {expected_option_list, Other}}).
@@ -228,6 +401,8 @@ option(slots, {weights, Ws} = O, Acc) when is_list(Ws) ->
         true -> lists:keystore(weights, 1, Acc, O);
         false -> bad_option(slots, O)
     end;
+option(_Scheme, {master, M} = O, Acc) when is_atom(M) ->
+    lists:keystore(master, 1, Acc, O);
 option(chash, {points, P} = O, Acc)
   when is_integer(P), P >= 1, P =< ?MAX_POINTS ->
     lists:keystore(points, 1, Acc, O);
@@ -238,9 +413,9 @@ bad_option(Scheme, O) ->
     mnesia:abort({bad_hash_state, module_of(Scheme),
                   {bad_option, O, {valid, valid_options(Scheme)}}}).
 
-valid_options(slots) -> ["{donors, pos_integer() | all}", "{weights, [pos_integer()]}"];
-valid_options(chash) -> ["{points, 1..10000}"];
-valid_options(_) -> [].
+valid_options(slots) -> ["{donors, pos_integer() | all}", "{weights, [pos_integer()]}", "{master, atom()}"];
+valid_options(chash) -> ["{points, 1..10000}", "{master, atom()}"];
+valid_options(_) -> ["{master, atom()}"].
 
 spec(slots, _) -> <<"slots">>;
 spec(chash, Opts) ->
