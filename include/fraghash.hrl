@@ -23,24 +23,20 @@
 %%
 %% `Kind' says where a lookup finds the fragment of a hash:
 %% <ul>
-%% <li>fixed slot words (4), `slots': as slot words (3), below, with the
-%% fields of every word at fixed widths (owners 13 bits, starts 9), and
-%% `A' the bucket count (high 16 bits) and the slots per bucket (low 16):
-%% a lookup finds its bucket and slot offset by multiplication and unpacks
-%% the word with literal shifts, which the JIT inlines (a shift by a count
-%% read from the state it does not; see the NIF's `lookup_slot_words').
-%% What new `slots' states carry; tables whose owners or buckets do not fit
-%% those widths keep kind 3.</li>
-%% <li>slot words (3), `slots': in the state itself. `Words' are the
+%% <li>slot words (4), `slots': in the state itself. `Words' are the
 %% 64-bit words of the NIF's `lookup_slot_words' layout, then its overflow
-%% records; `A' is four bytes, owner bits, slot offset bits, slot shift and
-%% bucket shift, and `Z' the words' byte offset in the state. One word per
+%% records; `A' is the bucket count (high 16 bits) and the slots per bucket
+%% (low 16), and `Z' the words' byte offset in the state. One word per
 %% bucket names the owners and the slot offsets of up to two segment
-%% starts inside it, so a lookup reads one word of the binary Mnesia has
-%% just copied for it and does arithmetic on it; only a bucket where three
-%% or more segments start reads an overflow record. Chosen while the words
-%% take at most ?FRAGHASH_INLINE_MAX_BYTES: a new table of up to 4,096
-%% fragments.</li>
+%% starts inside it, in fields of fixed widths (owners 13 bits, starts 9),
+%% so a lookup reads one word of the binary Mnesia has just copied for it,
+%% finds its bucket and slot offset by multiplication and unpacks the word
+%% with literal shifts, which the JIT inlines (a shift by a count read from
+%% the state it does not); only a bucket where three or more segments
+%% start reads an overflow record. Chosen while the words take at most
+%% ?FRAGHASH_INLINE_MAX_BYTES (a new table of up to 4,096 fragments) and
+%% the owners and buckets fit those widths; else the lookup is
+%% published.</li>
 %% <li>words (1), `chash': in the state itself, the 32-bit words of the
 %% NIF's `lookup_words' layout, two buckets per segment, `A' their shift
 %% and `Z' their byte offset in the state: a lookup reads one word (two
@@ -66,8 +62,7 @@
 -define(FRAGHASH_INLINE_NONE, 0).
 -define(FRAGHASH_INLINE_WORDS, 1).
 -define(FRAGHASH_INLINE_LOW_BITS, 2).
--define(FRAGHASH_INLINE_SLOT_WORDS, 3).
--define(FRAGHASH_INLINE_FIXED_SLOT_WORDS, 4).
+-define(FRAGHASH_INLINE_SLOT_WORDS, 4).
 -define(FRAGHASH_INLINE_MAX_BYTES, 65536).
 
 %% A state, decoded (cold paths only: add_frag, del_frag, publishing, info).

@@ -28,7 +28,7 @@
 %% made the compiler rebuild it on every call (10 ns measured).
 fraghash_locate(S, H) ->
     case S of
-        <<"fh", 1, _:8, _:128, _:32, ?FRAGHASH_INLINE_FIXED_SLOT_WORDS, Buckets:16, PerBucket:16,
+        <<"fh", 1, _:8, _:128, _:32, ?FRAGHASH_INLINE_SLOT_WORDS, Buckets:16, PerBucket:16,
           Off:32, _:(Off - ?FRAGHASH_STATE_HEAD_BYTES + (((H * Buckets) bsr 32) bsl 3))/binary,
           Hi:32, Lo:32, _/binary>> ->
             %% The bucket by multiplication, the word's fields at fixed
@@ -49,32 +49,6 @@ fraghash_locate(S, H) ->
                     end;
                 true ->
                     fraghash_slot_overflow(S, Off + (((Hi band 16#3FFFFFF) bsl 32) bor Lo), H)
-            end;
-        <<"fh", 1, _:8, _:128, _:32, ?FRAGHASH_INLINE_SLOT_WORDS, O:8, D:8, SlotShift:8, Shift:8,
-          Off:32, _:(Off - ?FRAGHASH_STATE_HEAD_BYTES + ((H bsr Shift) bsl 3))/binary, Flags:6,
-          E:58, _/binary>> ->
-            %% One match reads the head and the bucket's word (flags apart,
-            %% as above).
-            if
-                Flags =:= 0 ->
-                    %% [Start2][Owner2][Start1][Owner1][Owner0], low bits last.
-                    DMask = (1 bsl D) - 1,
-                    OMask = (1 bsl O) - 1,
-                    X = (H bsr SlotShift) band DMask,
-                    U = E bsr O,
-                    V = U bsr O,
-                    if
-                        X >= V band DMask ->
-                            W = V bsr D,
-                            if
-                                X >= W bsr O -> W band OMask;
-                                true -> U band OMask
-                            end;
-                        true ->
-                            E band OMask
-                    end;
-                true ->
-                    fraghash_slot_overflow(S, Off + E, H)
             end;
         <<"fh", 1, _:8, _:128, _:32, ?FRAGHASH_INLINE_WORDS, Shift:32, Off:32, _/binary>> ->
             P = Off + ((H bsr Shift) bsl 2),
@@ -113,8 +87,8 @@ fraghash_locate(S, H) ->
                     fraghash_lookup:publish_locate(S, H)
             end;
         _ ->
-            %% A state in the earlier record form, or not a state (aborts).
-            fraghash_lookup:locate_legacy(S, H)
+            %% Not a state: aborts with the reason.
+            fraghash_lookup:load_locate(S, H)
     end.
 
 %% The owner of `H' from the overflow record at byte `J' of state `S' (a

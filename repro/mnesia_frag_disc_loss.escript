@@ -7,7 +7,7 @@
 %% deleted keys back after a restart. Plain OTP only: the default hash module
 %% mnesia_frag_hash, one node (nonode@nohost), a disc schema.
 %%
-%% Run (15 to 45 s on 2 shared cores; report: docs/mnesia-frag-disc-bug.md):
+%% Run (15 to 45 s on 2 shared cores; report: repro/mnesia-frag-disc-bug.md):
 %%
 %%     escript repro/mnesia_frag_disc_loss.escript
 %%

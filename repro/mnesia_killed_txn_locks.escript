@@ -3,7 +3,7 @@
 %%! -noshell -sname fraghash_lock_check
 %%
 %% Check: do processes killed inside transactions leave a lock behind on a
-%% two-node cluster? Reported for Mnesia (OTP issue 9581: locks held on
+%% two-node cluster? Reported for Mnesia (erlang/otp#9581 on GitHub: locks held on
 %% the peer node after writers to a replicated table were killed with
 %% timer:kill_after/1). Plain OTP only: the default hash module, a
 %% fragmented ram_copies table replicated on this node and a peer node

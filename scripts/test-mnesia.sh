@@ -6,7 +6,9 @@
 # when a test fails. Needs erlang-nox, erlang-dev, rebar3 and cargo.
 #
 # Usage: scripts/test-mnesia.sh [rebar3 eunit options, e.g. --module=M]
-# Environment: FRAGHASH_TEST_RECORDS (default 20000),
+# Environment: FRAGHASH_SLOW_TESTS=1 (the slow tier too: kill -9 torture,
+#              two-node kills; off by default),
+#              FRAGHASH_TEST_RECORDS (default 20000),
 #              FRAGHASH_TEST_VERBOSE=1 (figures and warnings printed),
 #              FRAGHASH_TEST_MAX_FRAGS (default 64),
 #              plus scripts/build-nif.sh's variables.

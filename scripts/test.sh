@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# Runs the whole test suite:
+# Runs the whole test suite, both tiers (FRAGHASH_SLOW_TESTS=1; the fast
+# tier alone is scripts/test-fast.sh):
 #   1. every Rust crate (release mode, so the statistical and crash tests run
-#      at full size quickly);
-#   2. the Erlang application's EUnit tests in real Mnesia (rebar3; needs
+#      at full size quickly; the store's crash test at 100 kills);
+#   2. the Erlang application's EUnit tests in real Mnesia, the kill -9
+#      torture and the two-node kill tests included (rebar3; needs
 #      erlang-nox, erlang-dev and rebar3);
 #   3. a throwaway rebar3 project that depends on this repository by git
 #      (the committed HEAD) and grows a table with it;
 #   4. the Elixir example's ExUnit tests and docs/elixir.md's session (elixir).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export FRAGHASH_SLOW_TESTS=1
 
 cargo test --release --workspace
 

@@ -42,7 +42,7 @@
 
 -include("fraghash.hrl").
 
--export([locate_hash/2, locate_legacy/2, publish_locate/2, load_locate/2, published/0]).
+-export([locate_hash/2, publish_locate/2, load_locate/2, published/0]).
 
 -define(KEEP_PER_TABLE, 2).
 -define(STALE_MS, 60000).
@@ -54,25 +54,15 @@
 %% @doc The fragment of a 32-bit hash `H' (`erlang:phash2(Key, 1 bsl 32)')
 %% through the path `key_to_frag_number/2' takes: the lookup the state
 %% carries, or the published one (published on a miss).
--spec locate_hash(fraghash_state:encoded() | #fraghash_state{}, 0..4294967295) ->
-          pos_integer().
+-spec locate_hash(fraghash_state:encoded(), 0..4294967295) -> pos_integer().
 locate_hash(S, H) -> fraghash_locate(S, H).
-
-%% @doc The lookup of a state in the earlier record form (tables created by
-%% earlier versions, until their next change): its digest gives the key of
-%% the same published lookup. Aborts on anything that is not a state.
--spec locate_legacy(#fraghash_state{}, 0..4294967295) -> pos_integer().
-locate_legacy(S, H) ->
-    %% Its binary form without a carried table: the published lookup.
-    fraghash_locate(fraghash_state:encode(fraghash_mnesia:decode(S), none), H).
 
 %% @doc The miss path of a lookup: publishes the state's lookup table (when
 %% no other process is publishing one), then answers through the NIF, which
 %% has just built the scheme.
--spec publish_locate(fraghash_state:encoded() | #fraghash_state{}, 0..4294967295) ->
-          pos_integer().
+-spec publish_locate(fraghash_state:encoded(), 0..4294967295) -> pos_integer().
 publish_locate(S, H) ->
-    R = fraghash_mnesia:decode(S),
+    R = fraghash_state:decode_or_abort(S),
     case catch register(?PUBLISHER, self()) of
         true ->
             try publish(R) after unregister(?PUBLISHER) end;
@@ -87,11 +77,11 @@ publish_locate(S, H) ->
     locate_decoded(R, H).
 
 %% @doc The NIF's answer for a state (decoding and caching its scheme on a
-%% dirty scheduler, checking its digest, when it is not cached).
--spec load_locate(fraghash_state:encoded() | #fraghash_state{}, 0..4294967295) ->
-          pos_integer().
+%% dirty scheduler, checking its digest, when it is not cached); aborts
+%% with the reason on anything that is not a state.
+-spec load_locate(fraghash_state:encoded(), 0..4294967295) -> pos_integer().
 load_locate(S, H) ->
-    locate_decoded(fraghash_mnesia:decode(S), H).
+    locate_decoded(fraghash_state:decode_or_abort(S), H).
 
 %% @doc The lookups published on this node: `{Table, Key, Words}' per
 %% lookup, `Words' its size in memory words.
@@ -102,8 +92,8 @@ published() ->
 %%% Internals
 
 locate_decoded(#fraghash_state{digest = D, bytes = B}, H) ->
-    ok = fraghash_mnesia:built_dir(),
-    fraghash_mnesia:nif(fun() -> fraghash_nif:load_locate(D, B, H) end).
+    ok = fraghash_nif:built_dir(),
+    fraghash_nif:call(fun() -> fraghash_nif:load_locate(D, B, H) end).
 
 %% Builds and publishes the lookup of a state, unless its key holds a term
 %% already, then erases the lookups that are no longer kept.
@@ -111,9 +101,9 @@ publish(#fraghash_state{table = T, digest = D, bytes = B}) ->
     {K, C} = fraghash_state:key_of_digest(D),
     case persistent_term:get(K, miss) of
         miss ->
-            ok = fraghash_mnesia:built_dir(),
+            ok = fraghash_nif:built_dir(),
             Now = erlang:monotonic_time(millisecond),
-            Value = case fraghash_mnesia:nif(fun() -> fraghash_nif:lookup_table(D, B) end) of
+            Value = case fraghash_nif:call(fun() -> fraghash_nif:lookup_table(D, B) end) of
                         {ranges, Shift, W, Buckets} ->
                             {fraghash_ranges, C, Shift, (1 bsl Shift) - 1, W, 2 * W,
                              (1 bsl W) - 1, Buckets, T, Now};

@@ -22,7 +22,7 @@
 
 -export([init_state/3, add_frag/2, del_frag/2, key_to_frag_number/2,
          match_spec_to_frag_numbers/2, info/1, module_of/1]).
--export([encode/1, decode/1, nif/1, built_dir/0, same_placement/2]).
+-export([encode/1, same_placement/2]).
 
 -type scheme() :: slots | chash | jump | linear.
 -export_type([scheme/0]).
@@ -61,7 +61,7 @@ init_state(Scheme, Tab, State) ->
 
 %% A new table's state: `N' fragments, perfectly balanced.
 fresh(Scheme, Tab, Opts, N) ->
-    {D, B} = nif(fun() -> fraghash_nif:fresh_state(spec(Scheme, Opts), N, weights(N, Opts)) end),
+    {D, B} = fraghash_nif:call(fun() -> fraghash_nif:fresh_state(spec(Scheme, Opts), N, weights(N, Opts)) end),
     #fraghash_state{scheme = Scheme, table = Tab, n = N, opts = Opts, digest = D, bytes = B}.
 
 %% The state of fragment `N' of a table being created that follows
@@ -109,7 +109,7 @@ add_decoded(Scheme, #fraghash_state{scheme = Scheme, table = Tab, n = N, opts = 
                   end,
             {encode(New), [], [N1]};
         false ->
-            ok = built_dir(),
+            ok = fraghash_nif:built_dir(),
             ok = check_foreigners(Scheme, Tab),
             follow(S, N1, fun(From) -> added(Scheme, From) end)
     end.
@@ -121,13 +121,13 @@ added(Scheme, #fraghash_state{table = Tab, n = N, opts = Opts, digest = D, bytes
         {Tab, Frag} when Scheme =:= slots ->
             %% fraghash_frag:relieve/3: the new fragment takes half of
             %% Frag's slots, nothing else moves.
-            nif(fun() -> fraghash_nif:split_frag(D, B, Frag) end);
+            fraghash_nif:call(fun() -> fraghash_nif:split_frag(D, B, Frag) end);
         {Tab, _} ->
             mnesia:abort({fraghash, relieve_needs_slots,
                           "only mnesia_frag_slots can relieve one fragment"});
         _ ->
             W = weight(N + 1, Opts),
-            nif(fun() -> fraghash_nif:add_frag(D, B, W, donors(Opts)) end)
+            fraghash_nif:call(fun() -> fraghash_nif:add_frag(D, B, W, donors(Opts)) end)
     end.
 
 %% @doc `del_frag/1' of scheme `Scheme': removes the last fragment;
@@ -143,10 +143,10 @@ del_frag(Scheme, State) ->
 
 del_decoded(#fraghash_state{scheme = Scheme, table = Tab, n = N} = S) ->
     ok = refuse_unsafe_change(S, del_frag),
-    ok = built_dir(),
+    ok = fraghash_nif:built_dir(),
     ok = check_foreigners(Scheme, Tab),
     follow(S, N - 1, fun(#fraghash_state{digest = D, bytes = B}) ->
-                      nif(fun() -> fraghash_nif:del_frag(D, B) end)
+                      fraghash_nif:call(fun() -> fraghash_nif:del_frag(D, B) end)
               end).
 
 %%% Foreign keys
@@ -294,7 +294,7 @@ key_to_frag_number(S, Key) ->
 -spec match_spec_to_frag_numbers(fraghash_state:encoded(), ets:match_spec()) ->
           [pos_integer()].
 match_spec_to_frag_numbers(S, MatchSpec) ->
-    #fraghash_state{n = N} = decode(S),
+    #fraghash_state{n = N} = fraghash_state:decode_or_abort(S),
     case MatchSpec of
         [{HeadPat, _, _}] when is_tuple(HeadPat), tuple_size(HeadPat) > 2 ->
             KeyPat = element(2, HeadPat),
@@ -311,27 +311,17 @@ match_spec_to_frag_numbers(S, MatchSpec) ->
 %% the defaults.
 -spec info(fraghash_state:encoded()) -> map().
 info(State) ->
-    #fraghash_state{opts = Opts, digest = D, bytes = B} = decode(State),
-    maps:put(opts, Opts, nif(fun() -> fraghash_nif:info(D, B) end)).
+    #fraghash_state{opts = Opts, digest = D, bytes = B} = fraghash_state:decode_or_abort(State),
+    maps:put(opts, Opts, fraghash_nif:call(fun() -> fraghash_nif:info(D, B) end)).
 
 %% @doc The binary Mnesia holds for a decoded state: the state carries its
 %% own lookup when that takes at most ?FRAGHASH_INLINE_MAX_BYTES (see
 %% `include/fraghash.hrl').
 -spec encode(#fraghash_state{}) -> fraghash_state:encoded().
 encode(#fraghash_state{digest = D, bytes = B} = S) ->
-    ok = built_dir(),
-    Inline = nif(fun() -> fraghash_nif:inline_table(D, B, ?FRAGHASH_INLINE_MAX_BYTES) end),
+    ok = fraghash_nif:built_dir(),
+    Inline = fraghash_nif:call(fun() -> fraghash_nif:inline_table(D, B, ?FRAGHASH_INLINE_MAX_BYTES) end),
     fraghash_state:encode(S, Inline).
-
-%% @doc The decoded form of a state Mnesia holds (either form, see
-%% `fraghash_state'); aborts the transaction when it is not one.
--spec decode(term()) -> #fraghash_state{}.
-decode(State) ->
-    case nif(fun() -> fraghash_state:decode(State) end) of
-        {ok, S} -> S;
-        {error, digest_mismatch} -> digest_mismatch();
-        {error, _} -> mnesia:abort({bad_hash_state, State})
-    end.
 
 %% @doc The hash module of a scheme.
 -spec module_of(scheme()) -> module().
@@ -450,24 +440,6 @@ opt(Key, Opts, Default) ->
         Found -> Found
     end.
 
-%% @doc Tells the NIF, once per node, where to keep its built-state files: the
-%% directory `fraghash' under Mnesia's, when Mnesia's directory exists (a
-%% node without a disc schema gets none, and replays after each restart).
--spec built_dir() -> ok.
-built_dir() ->
-    case persistent_term:get({?MODULE, built_dir}, unset) of
-        unset ->
-            Mnesia = mnesia:system_info(directory),
-            Dir = case filelib:is_dir(Mnesia) of
-                      true -> unicode:characters_to_binary(filename:join(Mnesia, "fraghash"));
-                      false -> undefined
-                  end,
-            ok = fraghash_nif:set_built_dir(Dir),
-            persistent_term:put({?MODULE, built_dir}, Dir);
-        _ ->
-            ok
-    end.
-
 creating(Tab) ->
     not lists:member(Tab, mnesia:system_info(tables)).
 
@@ -476,26 +448,8 @@ bad_state(Scheme, Bad) ->
 
 %% A state of scheme `Scheme', decoded.
 decode(Scheme, State) ->
-    case nif(fun() -> fraghash_state:decode(State) end) of
+    case fraghash_nif:call(fun() -> fraghash_state:decode(State) end) of
         {ok, #fraghash_state{scheme = Scheme} = S} -> S;
-        {error, digest_mismatch} -> digest_mismatch();
+        {error, digest_mismatch} -> fraghash_state:digest_mismatch();
         _ -> bad_state(Scheme, State)
-    end.
-
-digest_mismatch() ->
-    mnesia:abort({fraghash, digest_mismatch,
-                  "the hash state's recipe does not match its key: damaged state"}).
-
-%% @doc Runs a NIF call, turning its errors into Mnesia aborts with a clear
-%% reason.
--spec nif(fun(() -> T)) -> T.
-nif(F) ->
-    try F()
-    catch
-        error:{fraghash, Reason, Msg} when is_binary(Msg) ->
-            mnesia:abort({fraghash, Reason, binary_to_list(Msg)});
-        error:{fraghash, nif_not_loaded, _Tried} = NotLoaded ->
-            mnesia:abort(NotLoaded);
-        error:badarg ->
-            mnesia:abort({fraghash, badarg, "bad argument types for the NIF"})
     end.

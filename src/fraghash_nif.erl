@@ -24,7 +24,7 @@
 -export([fresh_state/3, locate/2, load_locate/3, add_frag/4, split_frag/3, del_frag/2,
          info/2, cache_stats/0, digest/1, set_built_dir/1, lookup_table/2,
          inline_table/3]).
--export([load_status/0]).
+-export([load_status/0, call/1, built_dir/0]).
 
 -on_load(init/0).
 
@@ -40,7 +40,10 @@
                       | {words, 12..29, binary()}
                       | {low_bits, non_neg_integer(), pos_integer(), pos_integer()}
                       | none.
--export_type([digest/0, change/0, source/0, tried/0, lookup_table/0]).
+%% What a hash state carries of its own lookup (`inline_table/3').
+-type inline() :: none | {words, 0..29, binary()} | {slot_words, non_neg_integer(), binary()}
+                | {low_bits, non_neg_integer(), pos_integer(), pos_integer()}.
+-export_type([digest/0, change/0, source/0, tried/0, lookup_table/0, inline/0]).
 
 %% Loads the library from the first candidate directory that holds one that
 %% loads. Always `ok': a module that failed to load would leave Mnesia with
@@ -182,12 +185,46 @@ digest(_Bytes) -> ?NIF.
 lookup_table(_Digest, _Bytes) -> ?NIF.
 
 %% @doc The lookup a hash state carries inside itself, when it takes at
-%% most `MaxBytes': `{fixed_slot_words, Params, Words}' for slots (64-bit
+%% most `MaxBytes': `{slot_words, Params, Words}' for slots (64-bit
 %% words with fields at fixed widths, see the crate's `lookup_slot_words'
-%% module), or `{slot_words, Params, Words}' for a slots table the fixed
-%% form cannot hold; `{words, Shift, Words}' (32-bit words, two buckets per
+%% module; `none' for a table whose owners or buckets do not fit them);
+%% `{words, Shift, Words}' (32-bit words, two buckets per
 %% segment, see its `lookup_words' module) for ring; `{low_bits, Mask,
 %% Half, N}' for linear; `none' for jump or a larger table. O(table), dirty
 %% CPU.
--spec inline_table(digest(), binary(), non_neg_integer()) -> fraghash_state:inline().
+-spec inline_table(digest(), binary(), non_neg_integer()) -> inline().
 inline_table(_Digest, _Bytes, _MaxBytes) -> ?NIF.
+
+%%% The Erlang side of the calls
+
+%% @doc Runs a call of this module's NIF functions, turning their errors
+%% into Mnesia aborts with a clear reason (`{fraghash, Reason, Text}').
+-spec call(fun(() -> T)) -> T.
+call(F) ->
+    try F()
+    catch
+        error:{fraghash, Reason, Msg} when is_binary(Msg) ->
+            mnesia:abort({fraghash, Reason, binary_to_list(Msg)});
+        error:{fraghash, nif_not_loaded, _Tried} = NotLoaded ->
+            mnesia:abort(NotLoaded);
+        error:badarg ->
+            mnesia:abort({fraghash, badarg, "bad argument types for the NIF"})
+    end.
+
+%% @doc Tells the NIF, once per node, where to keep its built-state files: the
+%% directory `fraghash' under Mnesia's, when Mnesia's directory exists (a
+%% node without a disc schema gets none, and replays after each restart).
+-spec built_dir() -> ok.
+built_dir() ->
+    case persistent_term:get({?MODULE, built_dir}, unset) of
+        unset ->
+            Mnesia = mnesia:system_info(directory),
+            Dir = case filelib:is_dir(Mnesia) of
+                      true -> unicode:characters_to_binary(filename:join(Mnesia, "fraghash"));
+                      false -> undefined
+                  end,
+            ok = set_built_dir(Dir),
+            persistent_term:put({?MODULE, built_dir}, Dir);
+        _ ->
+            ok
+    end.

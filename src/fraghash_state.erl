@@ -4,25 +4,19 @@
 %%
 %% Decoding checks the layout and that the key fields are the recipe's
 %% digest, so a damaged or forged state is refused before the NIF reads it.
-%% A state in the earlier form (the `#fraghash_state{}' record itself, as
-%% tables created by earlier versions hold it) still decodes; the next
-%% `add_frag' or `del_frag' of such a table writes the binary form.
 -module(fraghash_state).
 
 -include("fraghash.hrl").
 
--export([encode/2, decode/1, key_of_digest/1]).
+-export([encode/2, decode/1, decode_or_abort/1, digest_mismatch/0, key_of_digest/1]).
 
 -type encoded() :: binary().
 %% What a state carries of its own lookup (`fraghash_nif:inline_table/3').
--type inline() :: none | {words, 0..29, binary()} | {slot_words, non_neg_integer(), binary()}
-                | {fixed_slot_words, non_neg_integer(), binary()}
-                | {low_bits, non_neg_integer(), pos_integer(), pos_integer()}.
--export_type([encoded/0, inline/0]).
+-export_type([encoded/0]).
 
 %% @doc The binary Mnesia holds for a decoded state and the lookup it
 %% carries.
--spec encode(#fraghash_state{}, inline()) -> encoded().
+-spec encode(#fraghash_state{}, fraghash_nif:inline()) -> encoded().
 encode(#fraghash_state{scheme = Scheme, table = Tab, n = N, opts = Opts, digest = D,
                        bytes = B}, Inline) ->
     {Key, Check} = key_of_digest(D),
@@ -50,8 +44,7 @@ encode(#fraghash_state{scheme = Scheme, table = Tab, n = N, opts = Opts, digest 
     end.
 
 words_kind(words) -> ?FRAGHASH_INLINE_WORDS;
-words_kind(slot_words) -> ?FRAGHASH_INLINE_SLOT_WORDS;
-words_kind(fixed_slot_words) -> ?FRAGHASH_INLINE_FIXED_SLOT_WORDS.
+words_kind(slot_words) -> ?FRAGHASH_INLINE_SLOT_WORDS.
 
 %% @doc The decoded form of a state: `{ok, State}', or `{error, Why}' when
 %% the term is not a fraghash hash state or is damaged. Needs the NIF (for
@@ -61,8 +54,7 @@ decode(<<"fh", ?FRAGHASH_STATE_LAYOUT, Code:8, Key:64, Check:64, N:32, Kind:8, _
          TabLen:16, TabBin:TabLen/binary, OptsLen:16, OptsBin:OptsLen/binary,
          BLen:32, B:BLen/binary, Inline/binary>> = S) when N >= 1 ->
     InlineOk = case Kind of
-                   _ when Kind =:= ?FRAGHASH_INLINE_WORDS; Kind =:= ?FRAGHASH_INLINE_SLOT_WORDS;
-                          Kind =:= ?FRAGHASH_INLINE_FIXED_SLOT_WORDS ->
+                   _ when Kind =:= ?FRAGHASH_INLINE_WORDS; Kind =:= ?FRAGHASH_INLINE_SLOT_WORDS ->
                        Z =:= byte_size(S) - byte_size(Inline);
                    _ ->
                        Inline =:= <<>>
@@ -81,16 +73,25 @@ decode(<<"fh", ?FRAGHASH_STATE_LAYOUT, Code:8, Key:64, Check:64, N:32, Kind:8, _
         _ ->
             {error, bad_layout}
     end;
-decode(#fraghash_state{scheme = Scheme, table = Tab, n = N, opts = Opts, digest = D,
-                       bytes = B} = S)
-  when is_atom(Tab), is_integer(N), N >= 1, is_list(Opts), is_binary(D),
-       byte_size(D) =:= 16, is_binary(B) ->
-    case lists:member(Scheme, [slots, chash, jump, linear]) of
-        true -> {ok, S};
-        false -> {error, bad_layout}
-    end;
 decode(_) ->
     {error, not_a_fraghash_state}.
+
+%% @doc As {@link decode/1}, for a state Mnesia holds: the decoded state,
+%% or the transaction aborted with `{bad_hash_state, State}' (or a damaged
+%% state's `{fraghash, digest_mismatch, Text}').
+-spec decode_or_abort(term()) -> #fraghash_state{}.
+decode_or_abort(State) ->
+    case fraghash_nif:call(fun() -> decode(State) end) of
+        {ok, S} -> S;
+        {error, digest_mismatch} -> digest_mismatch();
+        {error, _} -> mnesia:abort({bad_hash_state, State})
+    end.
+
+%% @doc Aborts the transaction: a state whose recipe does not match its key.
+-spec digest_mismatch() -> no_return().
+digest_mismatch() ->
+    mnesia:abort({fraghash, digest_mismatch,
+                  "the hash state's recipe does not match its key: damaged state"}).
 
 %% @doc The two small integers a lookup identifies a state by: the top 59
 %% bits of each half of its 128-bit digest.

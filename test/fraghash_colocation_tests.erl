@@ -37,15 +37,10 @@ colocation_test_() ->
      end}.
 
 setup() ->
-    fraghash_test_support:quiet_overload(),
-    Dir = filename:join(fraghash_test_support:scratch(), "colocation_mnesia"),
-    ok = application:set_env(mnesia, dir, Dir),
-    ok = mnesia:create_schema([node()]),
-    ok = mnesia:start(),
-    Dir.
+    fraghash_test_support:start_mnesia("colocation_mnesia").
 
-cleanup(_) ->
-    stopped = mnesia:stop().
+cleanup(Dir) ->
+    fraghash_test_support:stop_mnesia(Dir).
 
 %%% Random histories
 
@@ -235,12 +230,7 @@ name(Mod, Seed, Suffix) ->
     list_to_atom(lists:concat(["co_", Mod, "_", Seed, "_", Suffix])).
 
 create_master(Tab, Mod, N, HashState) ->
-    {atomic, ok} = mnesia:create_table(
-                     Tab, [{attributes, [key, val]},
-                           {frag_properties, [{n_fragments, N}, {hash_module, Mod},
-                                              {hash_state, HashState},
-                                              {node_pool, [node()]}, {n_ram_copies, 1}]}]),
-    ok.
+    fraghash_test_support:create_frag(Tab, Mod, N, [{hash_state, HashState}, {n_ram_copies, 1}]).
 
 create_foreigner(F, Master, Mod, HashState) ->
     {atomic, ok} = create_foreigner_result(F, Master, Mod, HashState),
@@ -253,9 +243,7 @@ create_foreigner_result(F, Master, Mod, HashState) ->
                                                {hash_state, HashState}]}]).
 
 write_master(Tab, From, To) ->
-    mnesia:activity(transaction,
-                    fun() -> [ok = mnesia:write({Tab, K, -K}) || K <- lists:seq(From, To)], ok end,
-                    [], mnesia_frag).
+    fraghash_test_support:fill(Tab, lists:seq(From, To), fun(K) -> -K end).
 
 %% Records `From..To' of foreigner `F', each on a random master key of
 %% 1..`Keys'.

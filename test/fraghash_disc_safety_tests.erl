@@ -70,15 +70,8 @@ cleanup(keep) -> ok;
 cleanup(stop) -> stopped = mnesia:stop(), ok.
 
 create(Tab, Mod, Copies) ->
-    {atomic, ok} =
-        mnesia:create_table(Tab, [{attributes, [key, val]},
-                                  {frag_properties,
-                                   [{n_fragments, 3}, {hash_module, Mod},
-                                    {node_pool, [node()]}, {Copies, 1}]}]),
-    mnesia:activity(sync_dirty,
-                    fun() -> [mnesia:write({Tab, I, I * 7}) || I <- lists:seq(1, ?RECORDS)] end,
-                    [], mnesia_frag),
-    ok.
+    ok = fraghash_test_support:create_frag(Tab, Mod, 3, [{Copies, 1}]),
+    ok = fraghash_test_support:fill(Tab, lists:seq(1, ?RECORDS), fun(I) -> I * 7 end).
 
 refused() ->
     ok = create(safety_refused, mnesia_frag_slots, n_disc_copies),

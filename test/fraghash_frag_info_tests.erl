@@ -22,26 +22,14 @@ info_test_() ->
      end}.
 
 setup() ->
-    fraghash_test_support:quiet_overload(),
-    Dir = filename:join(fraghash_test_support:scratch(), "info_mnesia"),
-    ok = application:set_env(mnesia, dir, Dir),
-    ok = mnesia:create_schema([node()]),
-    ok = mnesia:start(),
-    Dir.
+    fraghash_test_support:start_mnesia("info_mnesia").
 
-cleanup(_) ->
-    stopped = mnesia:stop().
+cleanup(Dir) ->
+    fraghash_test_support:stop_mnesia(Dir).
 
 create(Tab, Mod, Copies) ->
-    {atomic, ok} = mnesia:create_table(
-                     Tab, [{attributes, [key, val]},
-                           {frag_properties, [{n_fragments, 8}, {hash_module, Mod},
-                                              {node_pool, [node()]}, {Copies, 1}]}]),
-    ok = mnesia:activity(transaction,
-                         fun() ->
-                                 [mnesia:write({Tab, K, K * 3}) || K <- lists:seq(1, ?RECORDS)],
-                                 ok
-                         end, [], mnesia_frag).
+    ok = fraghash_test_support:create_frag(Tab, Mod, 8, [{Copies, 1}]),
+    ok = fraghash_test_support:fill(Tab, lists:seq(1, ?RECORDS), fun(K) -> K * 3 end).
 
 distribution(Tab, Mod, Copies) ->
     create(Tab, Mod, Copies),

@@ -14,6 +14,8 @@
 -include_lib("eunit/include/eunit.hrl").
 
 -import(fraghash_test_support, [scratch/0, grow/3, inline_kind/1]).
+
+-export([probes/2]).
 -include("fraghash.hrl").
 
 -define(CONVERTED, [mnesia_frag_slots, mnesia_frag_chash, mnesia_frag_linear]).
@@ -97,39 +99,7 @@ check_state(Tab) ->
                         E <- [fraghash_lookup:locate_hash(S, H)],
                         C <- [core(D, B, H)],
                         E =/= C],
-    ?assertEqual({Mod, N, []}, {Mod, N, lists:sublist(Bad, 5)}),
-    %% The same words repacked in the earlier slot-word form (owner fields
-    %% of 13 bits, start fields as wide as the slot offsets), as tables made
-    %% before the fixed form still carry: that form answers the same.
-    case S of
-        <<Head:24/binary, ?FRAGHASH_INLINE_FIXED_SLOT_WORDS, Buckets:16, PerBucket:16,
-          Off:32, _/binary>> ->
-            Shift = 32 - log2(Buckets),
-            Dn = log2(PerBucket),
-            <<Front:Off/binary, Words:Buckets/binary-unit:64, Records/binary>> = S,
-            Repacked = << <<(narrow_word(E, Dn)):64>> || <<E:64>> <= Words >>,
-            <<_:?FRAGHASH_STATE_HEAD_BYTES/binary, Between/binary>> = Front,
-            Narrow = <<Head/binary, ?FRAGHASH_INLINE_SLOT_WORDS, 13, Dn, (Shift - Dn), Shift,
-                       Off:32, Between/binary, Repacked/binary, Records/binary>>,
-            {ok, _} = fraghash_state:decode(Narrow),
-            BadNarrow = [H || H <- probes(R, S),
-                              fraghash_lookup:locate_hash(Narrow, H) =/= core(D, B, H)],
-            ?assertEqual({Mod, N, []}, {Mod, N, lists:sublist(BadNarrow, 5)});
-        _ ->
-            ok
-    end.
-
-log2(1) -> 0;
-log2(X) -> 1 + log2(X bsr 1).
-
-%% A fixed-form word ([S2:9][O2:13][S1:9][O1:13][O0:13]) in the earlier
-%% form with start fields of `D' bits; an overflow word as it is.
-narrow_word(E, _D) when E >= 1 bsl 58 ->
-    E;
-narrow_word(E, D) ->
-    {S2, O2, S1, O1, O0} = {E bsr 48, (E bsr 35) band 16#1FFF, (E bsr 26) band 16#1FF,
-                            (E bsr 13) band 16#1FFF, E band 16#1FFF},
-    (S2 bsl (39 + D)) bor (O2 bsl (26 + D)) bor (S1 bsl 26) bor (O1 bsl 13) bor O0.
+    ?assertEqual({Mod, N, []}, {Mod, N, lists:sublist(Bad, 5)}).
 
 %% The core's answer, through the NIF (its cached scheme: the normal
 %% scheduler's locate, building the scheme on a dirty one on a miss).
@@ -144,13 +114,13 @@ core(D, B, H) ->
 %% of every point inside a bucket where the owner changes (slots, chash);
 %% the low hashes where linear's two branches meet; and ?RANDOM
 %% pseudo-random ones (fixed seed).
-probes(#fraghash_state{scheme = Scheme, digest = D} = R, S) ->
+probes(#fraghash_state{scheme = Scheme, digest = D}, S) ->
     {K, Check} = fraghash_state:key_of_digest(D),
     rand:seed(exsss, {11, 22, 33}),
     Random = [rand:uniform(1 bsl 32) - 1 || _ <- lists:seq(1, ?RANDOM)],
     Slots = case Scheme of
                 slots ->
-                    #{slot_bits := Bits} = fraghash_mnesia:info(R),
+                    #{slot_bits := Bits} = fraghash_mnesia:info(S),
                     Shift = 32 - Bits,
                     lists:append([[I bsl Shift, ((I + 1) bsl Shift) - 1]
                                   || I <- lists:seq(0, (1 bsl Bits) - 1)]);
@@ -161,12 +131,9 @@ probes(#fraghash_state{scheme = Scheme, digest = D} = R, S) ->
                 <<"fh", 1, _:8, _:128, _:32, ?FRAGHASH_INLINE_WORDS, Shift1:32, Off:32,
                   _/binary>> ->
                     word_probes(Shift1, Off, S);
-                <<"fh", 1, _:8, _:128, _:32, ?FRAGHASH_INLINE_FIXED_SLOT_WORDS, Buckets:16,
+                <<"fh", 1, _:8, _:128, _:32, ?FRAGHASH_INLINE_SLOT_WORDS, Buckets:16,
                   PerBucket:16, Off:32, _/binary>> ->
-                    fixed_slot_word_probes(Buckets, PerBucket, Off, S);
-                <<"fh", 1, _:8, _:128, _:32, ?FRAGHASH_INLINE_SLOT_WORDS, O:8, D:8, SlotShift:8,
-                  Shift1:8, Off:32, _/binary>> ->
-                    slot_word_probes(O, D, SlotShift, Shift1, Off, S);
+                    slot_word_probes(Buckets, PerBucket, Off, S);
                 <<"fh", 1, _:8, _:128, Nl:32, ?FRAGHASH_INLINE_LOW_BITS, _Mask:32, Half:32,
                   _/binary>> ->
                     lists:seq(0, 4 * max(Half, Nl));
@@ -214,35 +181,15 @@ word_probes(Shift, Base, Bin) ->
            [First, First + OffMask | lists:append([[X - 1, X] || X <- Inside])]
        end || {I, E} <- lists:zip(lists:seq(0, N - 1), [E || <<E:32>> <= Buckets])]).
 
-%% The first and last hash of every bucket of a slot-word lookup (words
-%% from byte `Base' of `Bin'), and both sides of every segment start inside
-%% one (see the NIF's lookup_slot_words).
-slot_word_probes(O, D, SlotShift, Shift, Base, Bin) ->
-    N = 1 bsl (32 - Shift),
-    <<_:Base/binary, Buckets:N/binary-unit:64, _/binary>> = Bin,
-    lists:append(
-      [begin
-           First = I bsl Shift,
-           Inside = if
-                        E < 1 bsl 58 ->
-                            Start1 = (E bsr (2 * O)) band ((1 bsl D) - 1),
-                            Start2 = (E bsr (3 * O + D)) band ((1 bsl D) - 1),
-                            [First + (X bsl SlotShift) || X <- [Start1, Start2], X > 0];
-                        true ->
-                            overflow_starts(Bin, Base + (E band ((1 bsl 58) - 1)))
-                    end,
-           [First, First + (1 bsl Shift) - 1 | lists:append([[X - 1, X] || X <- Inside])]
-       end || {I, E} <- lists:zip(lists:seq(0, N - 1), [E || <<E:64>> <= Buckets])]).
-
 %% The segment starts of the overflow record at byte `J' of `Bin'.
 overflow_starts(Bin, J) ->
     <<_:J/binary, _:32, K:32, Pairs:K/binary-unit:64, _/binary>> = Bin,
     [Start || <<Start:32, _:32>> <= Pairs].
 
-%% The first and last hash of every bucket of a fixed slot-word lookup
+%% The first and last hash of every bucket of a slot-word lookup
 %% (words from byte `Base' of `Bin', `Buckets' buckets of `PerBucket'
 %% slots), and both sides of every segment start inside one.
-fixed_slot_word_probes(Buckets, PerBucket, Base, Bin) ->
+slot_word_probes(Buckets, PerBucket, Base, Bin) ->
     Size = (1 bsl 32) div Buckets,
     SlotSize = Size div PerBucket,
     <<_:Base/binary, Words:Buckets/binary-unit:64, _/binary>> = Bin,

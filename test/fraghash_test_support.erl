@@ -1,10 +1,12 @@
-%% @doc What the EUnit modules of test/ share: the scratch directory, peer
-%% nodes (started, recorded for scripts/test-mnesia.sh to kill, waited for),
-%% quiet output, and two helpers on hash states.
+%% @doc What the EUnit modules of test/ share: the scratch directory, the
+%% slow tier's switch, a Mnesia of their own, peer nodes (started, recorded
+%% for scripts/test-mnesia.sh to kill, waited for), quiet output, fragmented
+%% tables made and filled, and two helpers on hash states.
 -module(fraghash_test_support).
 
--export([scratch/0, quiet_overload/0, report/2, start_peer/2, record_peer/1,
-         wait_down/1, grow/3, inline_kind/1]).
+-export([scratch/0, slow_tier/1, start_mnesia/1, stop_mnesia/1, quiet_overload/0, report/2,
+         start_peer/2, record_peer/1, wait_down/1, create_frag/4, fill/3, grow/3,
+         inline_kind/1]).
 
 %% @doc The scratch directory scripts/test-mnesia.sh made
 %% (`FRAGHASH_TEST_DIR').
@@ -13,6 +15,46 @@ scratch() ->
         false -> error(no_fraghash_test_dir);
         D -> D
     end.
+
+%% @doc `Tests' in the slow tier (kill -9 of VMs, two-node kills):
+%% they run only when `FRAGHASH_SLOW_TESTS=1' (scripts/test.sh sets it);
+%% otherwise none, so that the fast tier stays near a minute.
+slow_tier(Tests) ->
+    case os:getenv("FRAGHASH_SLOW_TESTS") of
+        "1" -> Tests;
+        _ -> []
+    end.
+
+%% @doc Starts Mnesia on a fresh disc schema in `Name' under the scratch
+%% directory, quiet; returns the directory. For a module's setup.
+start_mnesia(Name) ->
+    quiet_overload(),
+    Dir = filename:join(scratch(), Name),
+    ok = application:set_env(mnesia, dir, Dir),
+    ok = mnesia:create_schema([node()]),
+    ok = mnesia:start(),
+    Dir.
+
+%% @doc Stops the Mnesia `start_mnesia/1' started. For a module's cleanup.
+stop_mnesia(_Dir) ->
+    stopped = mnesia:stop(),
+    ok.
+
+%% @doc Creates `Tab' (attributes `key', `val') fragmented with `Props'
+%% (`frag_properties') on this node, hash module `Mod', `N' fragments.
+create_frag(Tab, Mod, N, Props) ->
+    {atomic, ok} = mnesia:create_table(
+                     Tab, [{attributes, [key, val]},
+                           {frag_properties, [{n_fragments, N}, {hash_module, Mod},
+                                              {node_pool, [node()]} | Props]}]),
+    ok.
+
+%% @doc Writes `{Tab, K, Val(K)}' for every `K' in `Keys' through
+%% mnesia_frag, in one transaction.
+fill(Tab, Keys, Val) ->
+    mnesia:activity(transaction,
+                    fun() -> lists:foreach(fun(K) -> ok = mnesia:write({Tab, K, Val(K)}) end, Keys) end,
+                    [], mnesia_frag).
 
 %% @doc Drops warnings the tests cause on purpose and that say nothing about
 %% the result: Mnesia's "Mnesia is overloaded" when bulk writes outrun its

@@ -23,7 +23,8 @@
 %% cover, fail the test with `FRAGHASH_TORTURE_STRICT=1'; those after kills
 %% while only the table's writer wrote it are the exposure its control
 %% has too, and are reported only.
-%% `FRAGHASH_TORTURE_KILLS' sets the number of kills (default 30);
+%% In the slow tier: it runs only with `FRAGHASH_SLOW_TESTS=1' (as
+%% scripts/test.sh sets it). `FRAGHASH_TORTURE_KILLS' sets the number of kills (default 30);
 %% `FRAGHASH_TORTURE_KEEP_FILES=1' copies Mnesia's directory after each kill,
 %% before the restart repairs anything, to `pre_<Run>' in the run directory
 %% (read them with repro/dets-kill/run.sh scan; the run directory outlives
@@ -40,7 +41,8 @@
 -define(T, 3600).
 
 torture_test_() ->
-    {timeout, ?T, {"kill -9 during migrations and recovery", fun torture/0}}.
+    fraghash_test_support:slow_tier(
+      {timeout, ?T, {"kill -9 during migrations and recovery", fun torture/0}}).
 
 kills() ->
     case os:getenv("FRAGHASH_TORTURE_KILLS") of

@@ -9,7 +9,9 @@
 %% record once, in its fragment, with its value; no journal entry left; and
 %% the operation runs again.
 %%
-%% Needs a distributed node (`-sname') and `FRAGHASH_TEST_DIR'.
+%% In the slow tier: it runs only with `FRAGHASH_SLOW_TESTS=1' (as
+%% scripts/test.sh sets it). Needs a distributed node (`-sname') and
+%% `FRAGHASH_TEST_DIR'.
 -module(fraghash_two_node_tests).
 
 -include_lib("eunit/include/eunit.hrl").
@@ -22,6 +24,9 @@
 -define(T, 300).
 
 two_node_test_() ->
+    fraghash_test_support:slow_tier(two_node_tests()).
+
+two_node_tests() ->
     {timeout, ?T * 4,
      {"kill -9 one of two nodes during add_frag/del_frag",
       fun() ->

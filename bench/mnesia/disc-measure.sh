@@ -17,7 +17,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 what=${1:-}
 if [ "$what" = torture ]; then
     # The torture test is an EUnit module: run it alone, at full size.
-    FRAGHASH_TORTURE_KILLS=${2:-300} exec "$root/scripts/test-mnesia.sh" \
+    FRAGHASH_SLOW_TESTS=1 FRAGHASH_TORTURE_KILLS=${2:-300} exec "$root/scripts/test-mnesia.sh" \
         --module=fraghash_torture_tests
 fi
 # The library and the measurement modules (rebar3's bench profile).

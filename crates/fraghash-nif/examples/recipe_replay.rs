@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use fraghash::FragmentScheme;
 use fraghash_nif::built;
-use fraghash_nif::cache::digest;
+use fraghash_nif::recipe::digest;
 use fraghash_nif::recipe::{apply, Op, Recipe};
 
 fn median_secs<T>(mut f: impl FnMut() -> T, check: impl Fn(&T)) -> f64 {

@@ -24,7 +24,7 @@ use std::sync::RwLock;
 
 use fraghash::{AnyScheme, FragmentScheme};
 
-use crate::cache::{digest, Digest};
+use crate::recipe::{digest, Digest};
 
 /// Magic of a built-state file.
 pub const MAGIC: &[u8; 8] = b"FHBUILT1";

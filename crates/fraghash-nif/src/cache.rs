@@ -24,10 +24,7 @@ use std::sync::{Arc, OnceLock, RwLock};
 
 use fraghash::{AnyScheme, FragmentScheme};
 
-use crate::recipe::Recipe;
-
-/// A 128-bit digest of state bytes (xxh3-128, little-endian).
-pub type Digest = [u8; 16];
+use crate::recipe::{digest, Digest, Recipe};
 
 /// Most entries kept in the global cache.
 pub const MAX_ENTRIES: usize = 256;
@@ -36,11 +33,6 @@ pub const MAX_ENTRIES: usize = 256;
 pub const MAX_BYTES: usize = 256 << 20;
 /// Entries in each thread's front cache.
 const FRONT: usize = 4;
-
-/// The digest of state bytes.
-pub fn digest(bytes: &[u8]) -> Digest {
-    xxhash_rust::xxh3::xxh3_128(bytes).to_le_bytes()
-}
 
 /// One decoded state.
 #[derive(Debug)]

@@ -38,6 +38,7 @@ pub mod lookup;
 pub mod lookup_slot_words;
 pub mod lookup_words;
 pub mod mnesia;
+pub mod ranges;
 pub mod recipe;
 pub mod runs;
 

@@ -20,46 +20,40 @@
 //! if `x >= start2`, else `owner1` if `x >= start1`, else `owner0`. A
 //! bucket inside one segment has both starts 0 and its owner in `owner2`;
 //! a bucket with one start has `start2 = start1`. Every word is below
-//! 2^59. Erlang reads a fixed-form word as two aligned 32-bit halves,
-//! which the JIT extracts inline (a 64-bit field could be a bignum, so
-//! the JIT reads one through a generic helper), and a word of the earlier
-//! form as 6 flag bits and 58 others. `3o + 2d <= 58`, which
-//! bounds the bucket count from below (at 4,000 fragments, `o = 12`, so
-//! `d <= 11`). A bucket where three or more segments start is an overflow
+//! 2^59. A bucket where three or more segments start is an overflow
 //! record, as in [`crate::lookup_words`]: the owner at the bucket's first
 //! `H`, a count `k`, then `k` pairs `(start H, owner)`, 32-bit words.
+//!
+//! The fields have fixed widths, `o = 13` and `d = 9` (the starts are slot
+//! offsets below `2^d'`, `d' <= 9` the real offset bits), so that Erlang
+//! unpacks a word with literal shifts; and Erlang finds the bucket and the
+//! slot offset by multiplication, from the bucket count `B` and the slots
+//! per bucket `P` (`(H * B) bsr 32`, then `(((H * B) band (2^32 - 1)) * P)
+//! bsr 32`), with no shift by a count read from the state. The OTP 25 JIT
+//! does not inline a shift by a variable count: measured on one
+//! 50-fragment state, the same decode with literal counts took 40 to 57 ns
+//! per lookup against 75 to 88 ns. Erlang reads a word as two aligned
+//! 32-bit halves, which the JIT extracts inline (a 64-bit field could be a
+//! bignum, which the JIT reads through a generic helper). A table whose
+//! owners pass 8,191 or whose buckets do not fit 15 bits has no slot
+//! words: its lookup is published instead (see [`crate::lookup`]).
 //!
 //! Tables created with `n - 1` fragments and grown by one `add_frag` need
 //! no overflow record at 50, 400 or 4,000 fragments (1 KiB, 8 KiB and
 //! 64 KiB of words): every lookup is one word read and some arithmetic.
-//! The 32-bit layout sent a lookup in 40% of the buckets of the same
-//! 50-fragment table to a second word or an overflow record.
-//!
-//! **The fixed form** ([`SlotWordIndex::fixed`], what `slots` states carry
-//! now) has the same fields at fixed widths, `o = 13` and `d = 9` (the
-//! starts are still slot offsets below `2^d'`, `d' <= 9` the real offset
-//! bits), so that Erlang unpacks a word with literal shifts; and Erlang
-//! finds the bucket and the slot offset by multiplication, from the
-//! bucket count `B` and the slots per bucket `P` (`(H * B) bsr 32`, then
-//! `(((H * B) band (2^32 - 1)) * P) bsr 32`), with no shift by a count read
-//! from the state. The OTP 25 JIT does not inline a shift by a variable
-//! count: measured on one 50-fragment state, the same decode with literal
-//! counts took 40 to 57 ns per lookup against 75 to 88 ns.
 
-use crate::lookup::{bucket_bits, Bucket, RangeIndex};
 use crate::lookup_words::{overflow_owner, push_overflow};
+use crate::ranges::{bucket_bits, Bucket, RangeIndex};
 
 /// Bit 58: the word is an overflow record's offset.
 const OVERFLOW: u64 = 1 << 58;
-/// Most bits for `3o + 2d`.
-const FIELD_BITS: u32 = 58;
 
-/// Owner bits of the fixed form: owners up to 8,191.
-pub const FIXED_OWNER_BITS: u32 = 13;
-/// Start bits of the fixed form: up to 512 slots per bucket.
-pub const FIXED_OFFSET_BITS: u32 = 9;
-/// Most bucket bits of the fixed form (the count is 16 bits of the head).
-pub const FIXED_MAX_BUCKET_BITS: u32 = 15;
+/// Owner bits: owners up to 8,191.
+pub const OWNER_BITS: u32 = 13;
+/// Start bits: up to 512 slots per bucket.
+pub const OFFSET_BITS: u32 = 9;
+/// Most bucket bits (the count is 16 bits of the state's head).
+pub const MAX_BUCKET_BITS: u32 = 15;
 
 /// A `slots` placement as 64-bit bucket words (see the module docs).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,11 +62,6 @@ pub struct SlotWordIndex {
     pub bucket_shift: u32,
     /// `H >> slot_shift` is the slot.
     pub slot_shift: u32,
-    /// Bits of an owner.
-    pub owner_bits: u32,
-    /// The fixed form: fields of [`FIXED_OWNER_BITS`] and
-    /// [`FIXED_OFFSET_BITS`] bits whatever the table.
-    pub fixed: bool,
     /// The bucket words.
     pub words: Vec<u64>,
     /// The overflow records, 32-bit words, after the bucket words.
@@ -84,33 +73,13 @@ impl SlotWordIndex {
     /// start a multiple of `2^(32 - slot_bits)`) over `per_segment` buckets
     /// per segment (rounded up to a power of two, at most one per slot),
     /// fewer while the bytes exceed `max_bytes`. `None` when no bucket count
-    /// fits both `max_bytes` and the word's fields.
+    /// fits both `max_bytes` and the word's fields, or an owner passes
+    /// 8,191.
     pub fn new(
         segments: &[(u32, u32)],
         slot_bits: u32,
         per_segment: usize,
         max_bytes: usize,
-    ) -> Option<SlotWordIndex> {
-        SlotWordIndex::layout(segments, slot_bits, per_segment, max_bytes, false)
-    }
-
-    /// As [`SlotWordIndex::new`], in the fixed form (see the module docs):
-    /// `None` too when an owner passes 8,191.
-    pub fn fixed(
-        segments: &[(u32, u32)],
-        slot_bits: u32,
-        per_segment: usize,
-        max_bytes: usize,
-    ) -> Option<SlotWordIndex> {
-        SlotWordIndex::layout(segments, slot_bits, per_segment, max_bytes, true)
-    }
-
-    fn layout(
-        segments: &[(u32, u32)],
-        slot_bits: u32,
-        per_segment: usize,
-        max_bytes: usize,
-        fixed: bool,
     ) -> Option<SlotWordIndex> {
         if slot_bits == 0 || slot_bits > 32 {
             return None;
@@ -124,29 +93,20 @@ impl SlotWordIndex {
             return None;
         }
         let max_owner = segments.iter().map(|s| s.1).max()?;
-        let owner_bits = (32 - max_owner.leading_zeros()).max(1);
-        let (owner_bits, d_max) = if fixed {
-            if owner_bits > FIXED_OWNER_BITS {
-                return None;
-            }
-            (FIXED_OWNER_BITS, FIXED_OFFSET_BITS)
-        } else {
-            (owner_bits, FIELD_BITS.checked_sub(3 * owner_bits)? / 2)
-        };
-        let min_bits = slot_bits.saturating_sub(d_max).max(1);
-        let mut bits = bucket_bits(per_segment.max(1) * segments.len()).min(slot_bits);
-        if fixed {
-            // The bucket count must fit the head's 16 bits.
-            if min_bits > FIXED_MAX_BUCKET_BITS {
-                return None;
-            }
-            bits = bits.min(FIXED_MAX_BUCKET_BITS);
+        if 32 - max_owner.leading_zeros() > OWNER_BITS {
+            return None;
         }
-        if bits < min_bits {
-            bits = min_bits;
+        // The bucket count must fit the head's 16 bits.
+        let min_bits = slot_bits.saturating_sub(OFFSET_BITS).max(1);
+        if min_bits > MAX_BUCKET_BITS {
+            return None;
         }
+        let mut bits = bucket_bits(per_segment.max(1) * segments.len())
+            .min(slot_bits)
+            .min(MAX_BUCKET_BITS)
+            .max(min_bits);
         loop {
-            let index = SlotWordIndex::with_bits(segments, slot_shift, owner_bits, bits, fixed)?;
+            let index = SlotWordIndex::with_bits(segments, slot_shift, bits)?;
             if index.byte_len() <= max_bytes {
                 return Some(index);
             }
@@ -159,22 +119,10 @@ impl SlotWordIndex {
 
     /// The words over `2^bits` buckets, from the buckets of a
     /// [`RangeIndex`] of the same segments.
-    fn with_bits(
-        segments: &[(u32, u32)],
-        slot_shift: u32,
-        owner_bits: u32,
-        bits: u32,
-        fixed: bool,
-    ) -> Option<SlotWordIndex> {
+    fn with_bits(segments: &[(u32, u32)], slot_shift: u32, bits: u32) -> Option<SlotWordIndex> {
         let r = RangeIndex::with_bits(segments, bits);
         let bucket_shift = r.shift;
-        // Field widths: the starts' own bits, or the fixed form's.
-        let d = if fixed {
-            FIXED_OFFSET_BITS
-        } else {
-            bucket_shift - slot_shift
-        };
-        let (o, d) = (u64::from(owner_bits), u64::from(d));
+        let (o, d) = (u64::from(OWNER_BITS), u64::from(OFFSET_BITS));
         // A start's slot offset inside bucket `b`.
         let offset = |b: usize, start: u32| {
             u64::from(start - ((b as u64) << bucket_shift) as u32) >> slot_shift
@@ -219,8 +167,6 @@ impl SlotWordIndex {
         Some(SlotWordIndex {
             bucket_shift,
             slot_shift,
-            owner_bits,
-            fixed,
             words,
             overflow,
         })
@@ -231,50 +177,22 @@ impl SlotWordIndex {
         self.bucket_shift - self.slot_shift
     }
 
-    /// Bits of a start field in a word: the slot offset bits, or
-    /// [`FIXED_OFFSET_BITS`] in the fixed form.
-    pub fn start_field_bits(&self) -> u32 {
-        if self.fixed {
-            FIXED_OFFSET_BITS
-        } else {
-            self.slot_offset_bits()
-        }
-    }
-
-    /// The fixed form's two numbers as the state's head holds them: the
-    /// bucket count in the high 16 bits, the slots per bucket in the low
-    /// 16.
-    pub fn fixed_params(&self) -> u32 {
+    /// The two numbers the state's head holds: the bucket count in the
+    /// high 16 bits, the slots per bucket in the low 16.
+    pub fn params(&self) -> u32 {
         (1u32 << (32 - self.bucket_shift)) << 16 | 1u32 << self.slot_offset_bits()
     }
 
-    /// The four layout parameters as one 32-bit integer, as the state's
-    /// head holds them: owner bits, slot offset bits, slot shift, bucket
-    /// shift, a byte each from the high end.
-    pub fn params(&self) -> u32 {
-        self.owner_bits << 24
-            | self.slot_offset_bits() << 16
-            | self.slot_shift << 8
-            | self.bucket_shift
-    }
-
     /// The owner (1-based) of `H`, computed as Erlang does from the words
-    /// (`include/fraghash_lookup.hrl`).
+    /// (`include/fraghash_lookup.hrl`): the bucket and the slot offset in
+    /// it by multiplication, then the word's fields.
     pub fn locate(&self, h32: u32) -> u32 {
-        // The bucket and the slot offset in it: by shifts, or in the fixed
-        // form by multiplication, as Erlang computes them there.
-        let (bucket, x) = if self.fixed {
-            let params = self.fixed_params();
-            let (buckets, per_bucket) = (u64::from(params >> 16), u64::from(params & 0xFFFF));
-            let scaled = u64::from(h32) * buckets;
-            (scaled >> 32, ((scaled & 0xFFFF_FFFF) * per_bucket) >> 32)
-        } else {
-            let x = u64::from(h32 >> self.slot_shift) & ((1u64 << self.slot_offset_bits()) - 1);
-            (u64::from(h32 >> self.bucket_shift), x)
-        };
+        let params = self.params();
+        let (buckets, per_bucket) = (u64::from(params >> 16), u64::from(params & 0xFFFF));
+        let scaled = u64::from(h32) * buckets;
+        let (bucket, x) = (scaled >> 32, ((scaled & 0xFFFF_FFFF) * per_bucket) >> 32);
         let e = self.words[bucket as usize];
-        let o = self.owner_bits;
-        let d = self.start_field_bits();
+        let (o, d) = (OWNER_BITS, OFFSET_BITS);
         let o_mask = (1u64 << o) - 1;
         let d_mask = (1u64 << d) - 1;
         if e & OVERFLOW == 0 {

@@ -1,6 +1,8 @@
 use super::*;
+use crate::ranges::Bucket;
 use crate::recipe::{Op, Recipe};
 use fraghash::keys::SplitMix64;
+use fraghash::widen_phash2;
 
 const ADD: Op = Op::Add {
     weight: 1,
@@ -48,12 +50,6 @@ fn check(r: &Recipe, random: usize) {
         ));
         // The layout a state carries, whatever its size.
         lookups.push(ErlangLookup::inline(&s, r.fragments_added(), usize::MAX).expect("inline"));
-        // For slots, the narrow slot words too (states made before the
-        // fixed form carry them).
-        if let Some(sl) = s.as_slots() {
-            let narrow = SlotWordIndex::new(&segments, sl.slot_bits(), 2, usize::MAX);
-            lookups.push(ErlangLookup::SlotWords(narrow.expect("narrow slot words")));
-        }
     }
     for l in &lookups {
         let shift = match l {
@@ -257,8 +253,8 @@ fn inline_lookups() {
 
 #[test]
 fn slot_words_layout() {
-    // 256 slots (shift 24) over 8 buckets of 32 slots (shift 29): slot
-    // offsets of 5 bits, owners of 2 bits.
+    // 256 slots (shift 24) over 8 buckets of 32 slots (shift 29), in
+    // fields of 13 and 9 bits whatever the table.
     let slot = |i: u32| i << 24;
     let segments = [
         (0, 1),         // buckets 0-1: owner 1 throughout
@@ -271,11 +267,16 @@ fn slot_words_layout() {
         (slot(180), 3), //
     ];
     let w = SlotWordIndex::new(&segments, 8, 1, usize::MAX).unwrap();
-    assert_eq!((w.bucket_shift, w.slot_shift, w.owner_bits), (29, 24, 2));
-    assert_eq!(w.params(), 2 << 24 | 5 << 16 | 24 << 8 | 29);
-    // [start2: 5][owner2: 2][start1: 5][owner1: 2][owner0: 2]
-    let word =
-        |s2: u64, o2: u64, s1: u64, o1: u64, o0: u64| s2 << 11 | o2 << 9 | s1 << 4 | o1 << 2 | o0;
+    assert_eq!(
+        (w.bucket_shift, w.slot_shift, w.slot_offset_bits()),
+        (29, 24, 5)
+    );
+    // 8 buckets, 32 slots each.
+    assert_eq!(w.params(), 8 << 16 | 32);
+    // [start2: 9][owner2: 13][start1: 9][owner1: 13][owner0: 13]
+    let word = |s2: u64, o2: u64, s1: u64, o1: u64, o0: u64| {
+        s2 << 48 | o2 << 35 | s1 << 26 | o1 << 13 | o0
+    };
     assert_eq!(w.words[0], word(0, 1, 0, 1, 1));
     assert_eq!(w.words[2], word(6, 2, 6, 2, 1));
     assert_eq!(w.words[3], word(9, 1, 4, 3, 2));
@@ -296,8 +297,7 @@ fn slot_words_layout() {
         (at(161), at(169), at(170), at(180), at(255)),
         (3, 3, 2, 3, 3)
     );
-    assert_eq!(w.locate(slot(70) - 1), 1);
-    assert_eq!(w.locate(u32::MAX), 3);
+    assert_eq!((w.locate(slot(70) - 1), w.locate(u32::MAX)), (1, 3));
     // Big-endian bytes, as Erlang reads them: words, then records.
     let bytes = w.to_be_bytes();
     assert_eq!(bytes.len(), 8 * 8 + 4 * 8);
@@ -308,51 +308,13 @@ fn slot_words_layout() {
         SlotWordIndex::new(&[(0, 1), (slot(3) + 1, 2)], 8, 1, usize::MAX),
         None
     );
-}
-
-#[test]
-fn fixed_slot_words_layout() {
-    // The segments of slot_words_layout: 256 slots over 8 buckets of 32
-    // slots, in fields of 13 and 9 bits whatever the table.
-    let slot = |i: u32| i << 24;
-    let segments = [
-        (0, 1),
-        (slot(70), 2),
-        (slot(100), 3),
-        (slot(105), 1),
-        (slot(128), 2),
-        (slot(161), 3),
-        (slot(170), 2),
-        (slot(180), 3),
-    ];
-    let w = SlotWordIndex::fixed(&segments, 8, 1, usize::MAX).unwrap();
-    assert!(w.fixed);
-    assert_eq!((w.bucket_shift, w.slot_shift, w.owner_bits), (29, 24, 13));
-    assert_eq!((w.start_field_bits(), w.slot_offset_bits()), (9, 5));
-    // 8 buckets, 32 slots each.
-    assert_eq!(w.fixed_params(), 8 << 16 | 32);
-    // [start2: 9][owner2: 13][start1: 9][owner1: 13][owner0: 13]
-    let word = |s2: u64, o2: u64, s1: u64, o1: u64, o0: u64| {
-        s2 << 48 | o2 << 35 | s1 << 26 | o1 << 13 | o0
-    };
-    assert_eq!(w.words[0], word(0, 1, 0, 1, 1));
-    assert_eq!(w.words[2], word(6, 2, 6, 2, 1));
-    assert_eq!(w.words[3], word(9, 1, 4, 3, 2));
-    assert_eq!(w.words[5], 1 << 58 | 64);
-    let at = |i: u32| w.locate(slot(i));
-    assert_eq!((at(0), at(69), at(70), at(99), at(100)), (1, 1, 2, 2, 3));
-    assert_eq!(
-        (at(104), at(105), at(161), at(170), at(255)),
-        (3, 1, 3, 2, 3)
-    );
-    assert_eq!((w.locate(slot(70) - 1), w.locate(u32::MAX)), (1, 3));
     // Owners past 8,191 do not fit; more than 512 slots per bucket neither,
     // which the layout avoids by taking more buckets.
     assert_eq!(
-        SlotWordIndex::fixed(&[(0, 1), (slot(1), 8192)], 8, 1, usize::MAX),
+        SlotWordIndex::new(&[(0, 1), (slot(1), 8192)], 8, 1, usize::MAX),
         None
     );
-    let many = SlotWordIndex::fixed(&[(0, 1), (1 << 12, 2)], 20, 1, usize::MAX).unwrap();
+    let many = SlotWordIndex::new(&[(0, 1), (1 << 12, 2)], 20, 1, usize::MAX).unwrap();
     assert!(many.slot_offset_bits() <= 9);
 }
 
@@ -367,7 +329,6 @@ fn grown_slots_words_rarely_overflow() {
         let Some(ErlangLookup::SlotWords(w)) = ErlangLookup::inline(&s, n.into(), 65536) else {
             panic!("{n} fragments carry slot words");
         };
-        assert!(w.fixed, "{n} fragments carry the fixed form");
         let overflowing = w.words.iter().filter(|&&e| e >> 58 != 0).count();
         assert!(
             overflowing * 50 <= w.words.len(),

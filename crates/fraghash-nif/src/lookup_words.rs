@@ -22,7 +22,7 @@
 //! too) and 17% an overflow record; 2 MiB of buckets and about 1.3 MiB of
 //! records, against 8 MiB for the tuple of [`RangeIndex`].
 
-use crate::lookup::{bucket_bits, Bucket, RangeIndex};
+use crate::ranges::{bucket_bits, Bucket, RangeIndex};
 
 const ONE_INSIDE: u32 = 0b10 << 30;
 const OVERFLOW: u32 = 0b11 << 30;

@@ -6,8 +6,9 @@ use fraghash::{widen_phash2, FragmentScheme, SchemeSpec};
 use rustler::{Binary, Encoder, Env, Error, NewBinary, NifResult, Term};
 
 use crate::cache::{self, Entry, LookupError};
-use crate::lookup::{Bucket, ErlangLookup};
+use crate::lookup::ErlangLookup;
 use crate::mnesia::FragChange;
+use crate::ranges::Bucket;
 use crate::recipe::{self, Op, Recipe};
 
 mod atoms {
@@ -28,7 +29,6 @@ mod atoms {
         ranges,
         words,
         slot_words,
-        fixed_slot_words,
         low_bits,
     }
 }
@@ -75,52 +75,21 @@ fn fresh_state<'a>(
     let bytes = Recipe::new(spec, n, &weights)
         .map_err(|e| raise(atoms::bad_spec(), e))?
         .encode();
-    let d = cache::digest(&bytes);
+    let d = recipe::digest(&bytes);
     Ok((binary(env, &d), binary(env, &bytes)).encode(env))
 }
 
 /// The fragment (1-based) of `erlang:phash2(Key, 1 bsl 32)`, or `miss` when
 /// the state is not cached on this thread or globally (then call
-/// `load_locate/3`, which runs on a dirty scheduler).
+/// `load_locate/3`, which runs on a dirty scheduler). Only `jump` lookups
+/// call it per operation: the other schemes' lookups are read in Erlang.
+#[rustler::nif]
 fn locate<'a>(env: Env<'a>, digest: Binary<'a>, h32: u32) -> NifResult<Term<'a>> {
     match cache::locate(digest.as_slice(), widen_phash2(h32)).map_err(lookup_error)? {
         Some(f) => Ok((f + 1).encode(env)),
         None => Ok(atoms::miss().encode(env)),
     }
 }
-
-/// `locate/2` as registered with the VM: what `#[rustler::nif]` generates,
-/// less the `Vec` of arguments it allocates (and frees) on every call, which
-/// is a fifth of the cost of calling this NIF, called on every Mnesia read
-/// and write. Same decoding, panic catching and error raising, through the
-/// same rustler runtime functions the macro uses.
-unsafe extern "C" fn locate_nif(
-    nif_env: *mut rustler::sys::ErlNifEnv,
-    argc: std::ffi::c_int,
-    argv: *const rustler::sys::ErlNifTerm,
-) -> rustler::sys::ErlNifTerm {
-    let lifetime = ();
-    // SAFETY: the VM passes a valid environment, and `argc` terms at `argv`
-    // (registered with arity 2 below, so `argc` is 2), all valid for the
-    // duration of the call.
-    let env = unsafe { Env::new(&lifetime, nif_env) };
-    let args = unsafe { std::slice::from_raw_parts(argv, argc as usize) };
-    let result = std::panic::catch_unwind(move || {
-        let (digest, h32) = match args {
-            [d, h] => unsafe { (Term::new(env, *d), Term::new(env, *h)) },
-            _ => return Err(Error::BadArg),
-        };
-        locate(env, digest.decode()?, h32.decode()?)
-    });
-    rustler::codegen_runtime::handle_nif_result(result, env).apply(env)
-}
-
-rustler::codegen_runtime::inventory::submit!(rustler::Nif {
-    name: c"locate".as_ptr(),
-    arity: 2,
-    flags: 0,
-    raw_func: locate_nif,
-});
 
 /// As `locate/2`, decoding and caching the state bytes on a miss.
 #[rustler::nif(schedule = "DirtyCpu")]
@@ -189,7 +158,7 @@ fn checked_recipe(digest: Binary, bytes: Term) -> NifResult<Recipe> {
             "state recipe is not a binary".into(),
         )
     })?;
-    if cache::digest(bin.as_slice()) != digest.as_slice() {
+    if recipe::digest(bin.as_slice()) != digest.as_slice() {
         return Err(lookup_error(LookupError::DigestMismatch));
     }
     Recipe::decode(bin.as_slice()).map_err(|e| lookup_error(LookupError::Corrupt(e)))
@@ -225,7 +194,7 @@ fn info<'a>(env: Env<'a>, digest: Binary<'a>, bytes: Term<'a>) -> NifResult<Term
 /// `none` (`jump`). In `Buckets`
 /// (a tuple of `2^(32 - Shift)` elements) an element is the owner of its
 /// whole bucket (a positive integer), two owners packed in a negative
-/// integer ([`crate::lookup::RangeIndex::packed`], owners of `W` bits), or
+/// integer ([`crate::ranges::RangeIndex::packed`], owners of `W` bits), or
 /// a tuple `{Owner0, Start1, Owner1, ...}` when more segments meet inside
 /// it. Built once per state and published by the caller.
 #[rustler::nif(schedule = "DirtyCpu")]
@@ -241,11 +210,9 @@ fn lookup_table<'a>(env: Env<'a>, digest: Binary<'a>, bytes: Term<'a>) -> NifRes
 }
 
 /// The lookup a hash state carries inside itself when it takes at most
-/// `MaxBytes` ([`ErlangLookup::inline`]): `{fixed_slot_words, Params,
-/// Binary}` (`slots`, see [`crate::lookup_slot_words`]; `Params` as
-/// [`crate::lookup::SlotWordIndex::fixed_params`]), or `{slot_words,
-/// Params, Binary}` for the `slots` tables the fixed form cannot hold
-/// (`Params` as [`crate::lookup::SlotWordIndex::params`]), `{words, Shift, Binary}`
+/// `MaxBytes` ([`ErlangLookup::inline`]): `{slot_words, Params, Binary}`
+/// (`slots`, see [`crate::lookup_slot_words`]; `Params` as
+/// [`crate::lookup::SlotWordIndex::params`]), `{words, Shift, Binary}`
 /// (`ring`, two buckets per segment), `{low_bits, Mask, Half, N}`
 /// (`linear`), or `none` (`jump`, or a larger table: its lookup is
 /// published instead).
@@ -282,12 +249,6 @@ fn encode_lookup(env: Env, lookup: Option<ErlangLookup>) -> Term {
         Some(ErlangLookup::Words(w)) => {
             (atoms::words(), w.shift, binary(env, &w.to_be_bytes())).encode(env)
         }
-        Some(ErlangLookup::SlotWords(w)) if w.fixed => (
-            atoms::fixed_slot_words(),
-            w.fixed_params(),
-            binary(env, &w.to_be_bytes()),
-        )
-            .encode(env),
         Some(ErlangLookup::SlotWords(w)) => (
             atoms::slot_words(),
             w.params(),
@@ -343,7 +304,7 @@ fn cache_stats() -> (usize, usize) {
 /// The digest (xxh3-128, 16 bytes) that states are cached by.
 #[rustler::nif(schedule = "DirtyCpu")]
 fn digest<'a>(env: Env<'a>, bytes: Binary<'a>) -> Term<'a> {
-    binary(env, &cache::digest(bytes.as_slice()))
+    binary(env, &recipe::digest(bytes.as_slice()))
 }
 
 rustler::init!("fraghash_nif");

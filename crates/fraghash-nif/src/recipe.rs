@@ -41,6 +41,16 @@ use fraghash::{AnyScheme, SchemeSpec};
 
 use crate::mnesia;
 
+/// A 128-bit digest of a recipe's bytes (xxh3-128, little-endian): what the
+/// NIF keys built schemes by, and what a hash state carries beside its
+/// recipe.
+pub type Digest = [u8; 16];
+
+/// The digest of a recipe's bytes.
+pub fn digest(bytes: &[u8]) -> Digest {
+    xxhash_rust::xxh3::xxh3_128(bytes).to_le_bytes()
+}
+
 /// Magic of a recipe.
 pub const MAGIC: &[u8; 8] = b"FHRECIP1";
 

@@ -1,5 +1,5 @@
 use super::*;
-use crate::cache::digest;
+use crate::recipe::digest;
 use fraghash::FragmentScheme;
 
 fn hex(d: [u8; 16]) -> String {
