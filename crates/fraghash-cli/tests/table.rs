@@ -122,6 +122,43 @@ fn counts_of_one_are_singular() {
     );
 }
 
+/// A crash in the middle of an add (a failpoint aborts the process after
+/// the first batch has moved) leaves the table to the next command, which
+/// finishes the add on open and says so on stderr, once.
+#[test]
+fn the_command_that_finishes_an_interrupted_migration_says_so() {
+    let d = tempfile::tempdir().unwrap();
+    let t = d.path().join("t");
+    ok(&["create", path(&t), "--fragments", "4", "-q"], "");
+    let lines: String = (0..2000).map(|i| format!("key{i}\tvalue{i}\n")).collect();
+    ok(&["load", path(&t), "-q"], &lines);
+    let crashed = fraghash()
+        .args(["table", "add-fragment", path(&t), "--batch", "50", "-q"])
+        .env("FRAGHASH_STORE_FAILPOINT", "move.after-source-delete")
+        .output()
+        .unwrap();
+    assert_eq!(crashed.status.code(), None, "{crashed:?}");
+
+    let (code, out, err) = table(&["verify", path(&t), "-q"], "");
+    assert_eq!((code, out.as_str()), (0, ""), "{err}");
+    let notice = "fraghash table: finished an interrupted migration: added fragment 4 \
+                  (4 -> 5 fragments), moved ";
+    assert!(
+        err.starts_with(notice) && err.ends_with(" records\n") && err.lines().count() == 1,
+        "{err}"
+    );
+    // Nothing is left to finish: the next command is silent.
+    let (code, out, err) = table(&["verify", path(&t)], "");
+    assert_eq!(
+        (code, out.as_str(), err.as_str()),
+        (
+            0,
+            "ok: 2000 records in 5 fragments, each where the scheme places it\n",
+            ""
+        )
+    );
+}
+
 #[test]
 fn quiet_keeps_data_and_drops_summaries() {
     let d = tempfile::tempdir().unwrap();

@@ -51,6 +51,21 @@ pub struct MigrationReport {
 }
 
 impl MigrationReport {
+    /// The report of running `plan`, which read and moved `counts`.
+    pub(crate) fn of(plan: &MigrationPlan, counts: MoverCounts, seconds: f64) -> MigrationReport {
+        MigrationReport {
+            kind: plan.kind,
+            fragments_before: plan.fragments_before,
+            fragments_after: plan.fragments_after,
+            moves: plan.moves.len(),
+            ranges: plan.range_count(),
+            range_plan: plan.is_range_plan(),
+            keys_examined: counts.examined,
+            keys_moved: counts.moved,
+            seconds,
+        }
+    }
+
     /// Records read per record moved (1.0 for a range plan).
     pub fn examined_per_moved(&self) -> f64 {
         if self.keys_moved == 0 {
@@ -220,17 +235,11 @@ impl Inner {
             v.motion = Some(Arc::new(Motion::new(plan.clone(), scheme)));
         }
         let counts = self.complete(&mut admin)?;
-        Ok(MigrationReport {
-            kind: plan.kind,
-            fragments_before: plan.fragments_before,
-            fragments_after: plan.fragments_after,
-            moves: plan.moves.len(),
-            ranges: plan.range_count(),
-            range_plan: plan.is_range_plan(),
-            keys_examined: counts.examined,
-            keys_moved: counts.moved,
-            seconds: t0.elapsed().as_secs_f64(),
-        })
+        Ok(MigrationReport::of(
+            &plan,
+            counts,
+            t0.elapsed().as_secs_f64(),
+        ))
     }
 }
 

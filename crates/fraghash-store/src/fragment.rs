@@ -115,6 +115,36 @@ impl Deltas {
     }
 }
 
+/// The records table of a write transaction, and the statistics deltas of
+/// what was written through it.
+struct RecordWrites<'t> {
+    table: redb::Table<'t, &'static [u8], &'static [u8]>,
+    deltas: Deltas,
+    path: &'t Path,
+}
+
+impl RecordWrites<'_> {
+    /// Puts (`value: Some`) or deletes the record stored under `rkey` (whose
+    /// hash is `h`), counting the change for the bucket statistics; returns
+    /// whether a record was there before.
+    fn write(&mut self, rkey: &[u8], h: u64, value: Option<&[u8]>) -> Result<bool> {
+        let p = self.path;
+        let old = match value {
+            Some(v) => self.table.insert(rkey, v).at(p)?.map(|g| g.value().len()),
+            None => self.table.remove(rkey).at(p)?.map(|g| g.value().len()),
+        };
+        // Statistics count the user's key, not the 8-byte hash prefix.
+        let klen = rkey.len() - 8;
+        if let Some(n) = old {
+            self.deltas.add(h, -1, -((klen + n) as i64));
+        }
+        if let Some(v) = value {
+            self.deltas.add(h, 1, (klen + v.len()) as i64);
+        }
+        Ok(old.is_some())
+    }
+}
+
 /// An open fragment file.
 pub(crate) struct Fragment {
     /// The file.
@@ -264,34 +294,36 @@ impl Fragment {
         Ok(t.get(k).at(p)?.map(|g| g.value().to_vec()))
     }
 
+    /// Runs `f` on the records table in one write transaction, then writes
+    /// the bucket statistics of what it wrote in the same transaction,
+    /// commits, and updates the in-memory counts. If `f` fails nothing is
+    /// committed.
+    fn write_records<T>(&self, f: impl FnOnce(&mut RecordWrites<'_>) -> Result<T>) -> Result<T> {
+        let p = &self.path;
+        let txn = self.db.begin_write().at(p)?;
+        let (out, deltas) = {
+            let mut w = RecordWrites {
+                table: txn.open_table(RECORDS).at(p)?,
+                deltas: Deltas::default(),
+                path: p,
+            };
+            let out = f(&mut w)?;
+            (out, w.deltas)
+        };
+        let totals = deltas.apply(&txn, p)?;
+        txn.commit().at(p)?;
+        self.account(totals);
+        Ok(out)
+    }
+
     /// Applies writes in one transaction; returns, per op, whether the key
     /// was present before.
     pub fn apply(&self, ops: &[WriteOp<'_>]) -> Result<Vec<bool>> {
-        let p = &self.path;
-        let txn = self.db.begin_write().at(p)?;
-        let mut d = Deltas::default();
-        let mut existed = Vec::with_capacity(ops.len());
-        {
-            let mut t = txn.open_table(RECORDS).at(p)?;
-            for op in ops {
-                let k = record_key(op.h, op.key);
-                let old = match op.value {
-                    Some(v) => t.insert(k.as_slice(), v).at(p)?.map(|g| g.value().len()),
-                    None => t.remove(k.as_slice()).at(p)?.map(|g| g.value().len()),
-                };
-                existed.push(old.is_some());
-                if let Some(n) = old {
-                    d.add(op.h, -1, -((op.key.len() + n) as i64));
-                }
-                if let Some(v) = op.value {
-                    d.add(op.h, 1, (op.key.len() + v.len()) as i64);
-                }
-            }
-        }
-        let totals = d.apply(&txn, p)?;
-        txn.commit().at(p)?;
-        self.account(totals);
-        Ok(existed)
+        self.write_records(|w| {
+            ops.iter()
+                .map(|op| w.write(&record_key(op.h, op.key), op.h, op.value))
+                .collect()
+        })
     }
 
     /// Reads the next batch of a move: records of `ranges` from hash `from`
@@ -352,48 +384,22 @@ impl Fragment {
     /// Writes moved records (overwriting: a re-run after a crash copies the
     /// same records again).
     pub fn put_moved<'a>(&self, recs: impl Iterator<Item = &'a Record>) -> Result<()> {
-        let p = &self.path;
-        let txn = self.db.begin_write().at(p)?;
-        let mut d = Deltas::default();
-        {
-            let mut t = txn.open_table(RECORDS).at(p)?;
+        self.write_records(|w| {
             for r in recs {
-                let h = hash_of(&r.rkey).unwrap_or(0);
-                let klen = r.rkey.len() - 8;
-                if let Some(old) = t
-                    .insert(r.rkey.as_slice(), r.value.as_slice())
-                    .at(p)?
-                    .map(|g| g.value().len())
-                {
-                    d.add(h, -1, -((klen + old) as i64));
-                }
-                d.add(h, 1, (klen + r.value.len()) as i64);
+                w.write(&r.rkey, hash_of(&r.rkey).unwrap_or(0), Some(&r.value))?;
             }
-        }
-        let totals = d.apply(&txn, p)?;
-        txn.commit().at(p)?;
-        self.account(totals);
-        Ok(())
+            Ok(())
+        })
     }
 
     /// Deletes moved records from their source.
     pub fn delete_moved<'a>(&self, recs: impl Iterator<Item = &'a Record>) -> Result<()> {
-        let p = &self.path;
-        let txn = self.db.begin_write().at(p)?;
-        let mut d = Deltas::default();
-        {
-            let mut t = txn.open_table(RECORDS).at(p)?;
+        self.write_records(|w| {
             for r in recs {
-                let h = hash_of(&r.rkey).unwrap_or(0);
-                if let Some(old) = t.remove(r.rkey.as_slice()).at(p)?.map(|g| g.value().len()) {
-                    d.add(h, -1, -((r.rkey.len() - 8 + old) as i64));
-                }
+                w.write(&r.rkey, hash_of(&r.rkey).unwrap_or(0), None)?;
             }
-        }
-        let totals = d.apply(&txn, p)?;
-        txn.commit().at(p)?;
-        self.account(totals);
-        Ok(())
+            Ok(())
+        })
     }
 
     /// Bytes per statistics bucket: `(bucket, records, bytes)`.

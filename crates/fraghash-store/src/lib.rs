@@ -47,7 +47,8 @@
 //! target, then delete on the source). Reads and writes from other threads
 //! go on meanwhile: a get looks in the source, then in the destination, and
 //! so never misses a present key. A crash at any point is finished by the
-//! next [`Table::open`]. See [`migration`] and `docs/store.md`.
+//! next [`Table::open`], which tells what it finished in
+//! [`Table::recovered_migration`]. See [`migration`] and `docs/store.md`.
 //!
 //! # Limits
 //!

@@ -5,10 +5,12 @@ use std::collections::HashSet;
 use std::hash::{BuildHasher, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicUsize;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::time::Instant;
 
 use fraghash::{AnyScheme, FragmentScheme};
 
+use crate::admin::MigrationReport;
 use crate::error::{Error, IoCtx, Result};
 use crate::failpoint;
 use crate::fragment::Fragment;
@@ -128,7 +130,8 @@ impl Table {
     }
 
     /// Opens the table in `dir`. If a migration was interrupted (a crash),
-    /// it is finished first; files a crash left behind are deleted.
+    /// it is finished first, and [`Table::recovered_migration`] says what
+    /// was finished; files a crash left behind are deleted.
     pub fn open(dir: impl AsRef<Path>) -> Result<Table> {
         failpoint::init();
         let dir = dir.as_ref();
@@ -166,11 +169,16 @@ impl Table {
             }
             None => None,
         };
-        let recovering = motion.is_some();
+        let interrupted = motion.as_ref().map(|m| m.plan.clone());
         let t = Table::assemble(dir, lock, m.clone(), scheme, frags, motion);
-        if recovering {
+        if let Some(plan) = interrupted {
+            let t0 = Instant::now();
             let mut admin = t.inner.admin.lock().unwrap_or_else(|e| e.into_inner());
-            t.inner.complete(&mut admin)?;
+            let counts = t.inner.complete(&mut admin)?;
+            drop(admin);
+            let report = MigrationReport::of(&plan, counts, t0.elapsed().as_secs_f64());
+            // Set once, here, before any clone of the table exists.
+            let _ = t.inner.recovered.set(report);
         }
         Ok(t)
     }
@@ -195,6 +203,7 @@ impl Table {
                 admin: Mutex::new(m),
                 batch: AtomicUsize::new(DEFAULT_BATCH),
                 progress: Mutex::new(None),
+                recovered: OnceLock::new(),
             }),
         }
     }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use fraghash::{key_hash, FragmentScheme};
 use redb::ReadOnlyTable;
@@ -12,7 +12,7 @@ use crate::error::{Ctx, Error, Result};
 use crate::fragment::{Fragment, WriteOp};
 use crate::manifest::{DirLock, Manifest};
 use crate::migration::{read, write, View};
-use crate::{MigrationProgress, MAX_KEY_LEN, MAX_VALUE_LEN};
+use crate::{MigrationProgress, MigrationReport, MAX_KEY_LEN, MAX_VALUE_LEN};
 
 /// Batches with at least this many writes commit their fragments in parallel.
 const PARALLEL_BATCH: usize = 256;
@@ -157,6 +157,8 @@ pub(crate) struct Inner {
     pub admin: Mutex<Manifest>,
     pub batch: std::sync::atomic::AtomicUsize,
     pub progress: Mutex<Option<ProgressFn>>,
+    /// The interrupted migration the open finished, if any.
+    pub recovered: OnceLock<MigrationReport>,
 }
 
 /// A durable fragmented table. Cheap to clone; `Send + Sync`: share it
@@ -243,6 +245,32 @@ impl Table {
     /// How many fragments there are (the old count while migrating).
     pub fn fragments(&self) -> u32 {
         read(&self.inner.view).scheme.fragments()
+    }
+
+    /// The migration that [`Table::open`] found interrupted (by a crash, or
+    /// an error in the process that ran it) and finished before returning;
+    /// `None` when there was none, and always for [`Table::create`].
+    ///
+    /// Its kind and fragment counts are the interrupted operation's.
+    /// `keys_examined` and `keys_moved` count what the open read and moved:
+    /// every move runs again from its start, and records that batches
+    /// before the interruption had already deleted from their source are
+    /// not counted. `seconds` is the time the open spent finishing it.
+    ///
+    /// ```
+    /// use fraghash_store::{Table, TableOptions};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let table = Table::create(dir.path().join("t"), &TableOptions::default())?;
+    /// assert!(table.recovered_migration().is_none());
+    /// drop(table);
+    /// // A clean reopen has nothing to finish.
+    /// let table = Table::open(dir.path().join("t"))?;
+    /// assert!(table.recovered_migration().is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn recovered_migration(&self) -> Option<&MigrationReport> {
+        self.inner.recovered.get()
     }
 
     /// Sets how many records a migration moves per batch (default 4,096).

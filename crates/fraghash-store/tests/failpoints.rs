@@ -64,6 +64,20 @@ fn crash_at_every_failpoint() {
                 point == "start.after-new-file" || point == "manifest.after-tmp-write";
             let want = if crashed && before_journal { n } else { after };
             assert_eq!(t.fragments(), want, "{scheme} {op} {point}");
+            // The reopen finished the migration if the crash left its
+            // journal: from the rename of the journal to the final manifest.
+            let finished_on_open = crashed && !before_journal && point != "finish.after-manifest";
+            match t.recovered_migration() {
+                Some(r) => {
+                    assert!(finished_on_open, "{scheme} {op} {point}: {r:?}");
+                    assert_eq!(
+                        (r.fragments_before, r.fragments_after),
+                        (n, after),
+                        "{scheme} {op} {point}"
+                    );
+                }
+                None => assert!(!finished_on_open, "{scheme} {op} {point}: not reported"),
+            }
             assert_sound(&t);
             assert_eq!(contents(&t), before, "{scheme} {op} at {point}");
             assert_eq!(

@@ -29,9 +29,7 @@ pub enum SchemeError {
         requested: u32,
     },
     /// The fragment id is not in `0..fragments`.
-    #[error(
-        "fragment {fragment} does not exist: there are {fragments} fragments (ids 0..{fragments})"
-    )]
+    #[error("fragment {fragment} does not exist: {}", existing_ids(*.fragments))]
     NoSuchFragment {
         /// The id asked for.
         fragment: u32,
@@ -65,6 +63,17 @@ pub enum SchemeError {
     InvalidArgument(String),
 }
 
+/// The ids that exist among `fragments`, for messages: "there are 9
+/// fragments (ids 0..=8)", written as an inclusive range like the other
+/// ranges in messages, since users read `0..9` as including 9.
+fn existing_ids(fragments: u32) -> String {
+    match fragments {
+        0 => "there are no fragments".into(),
+        1 => "there is 1 fragment (id 0)".into(),
+        n => format!("there are {n} fragments (ids 0..={})", n - 1),
+    }
+}
+
 /// Scheme state bytes could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum StateError {
@@ -90,4 +99,26 @@ pub enum StateError {
     /// The body decoded but breaks an invariant (an owner out of range...).
     #[error("invalid scheme state: {0}")]
     Invalid(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The ids named are the ones that exist: the last is `fragments - 1`.
+    #[test]
+    fn no_such_fragment_names_the_ids_that_exist() {
+        let e = |fragment, fragments| SchemeError::NoSuchFragment {
+            fragment,
+            fragments,
+        };
+        assert_eq!(
+            e(9, 9).to_string(),
+            "fragment 9 does not exist: there are 9 fragments (ids 0..=8)"
+        );
+        assert_eq!(
+            e(3, 1).to_string(),
+            "fragment 3 does not exist: there is 1 fragment (id 0)"
+        );
+    }
 }

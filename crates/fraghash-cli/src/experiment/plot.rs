@@ -5,6 +5,8 @@
 use std::path::Path;
 use std::sync::Once;
 
+use plotters::chart::MeshStyle;
+use plotters::coord::ranged1d::ValueFormatter;
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
@@ -49,6 +51,70 @@ fn perr(e: impl std::fmt::Display) -> String {
     format!("cannot draw plot: {e}")
 }
 
+/// A figure, drawn the same on the PNG and the SVG backend.
+trait Figure {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>;
+}
+
+/// Writes `NAME.png` and `NAME.svg` of `figure` into `dir`.
+fn save(dir: &Path, name: &str, size: (u32, u32), figure: &impl Figure) -> Result<(), String> {
+    register_font()?;
+    {
+        let path = dir.join(format!("{name}.png"));
+        let root = BitMapBackend::new(&path, size).into_drawing_area();
+        figure.draw(&root)?;
+        root.present().map_err(perr)?;
+    }
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        figure.draw(&root)?;
+        root.present().map_err(perr)?;
+    }
+    std::fs::write(dir.join(format!("{name}.svg")), svg).map_err(perr)
+}
+
+/// A chart on `area` with the plots' caption font and label areas (x
+/// labels 38 px high, y labels `y_label_width` px wide); margins and
+/// coordinates are the caller's.
+fn chart_on<'a, 'b, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    caption: &str,
+    y_label_width: u32,
+) -> ChartBuilder<'a, 'b, DB> {
+    let mut b = ChartBuilder::on(area);
+    b.caption(caption, (FAMILY, 15).into_font())
+        .x_label_area_size(38)
+        .y_label_area_size(y_label_width);
+    b
+}
+
+/// An x value as a whole number: the x axes count fragments.
+fn whole(x: &f64) -> String {
+    format!("{}", x.round() as i64)
+}
+
+/// The mesh of `chart` with the plots' fonts, whole-number x labels and
+/// these axis descriptions; the caller sets the rest and draws it.
+fn mesh<'a, 'b, DB, X, Y>(
+    chart: &'b mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    x_desc: &str,
+    y_desc: &str,
+) -> MeshStyle<'a, 'b, X, Y, DB>
+where
+    DB: DrawingBackend,
+    X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    Y: Ranged + ValueFormatter<Y::ValueType>,
+{
+    let mut m = chart.configure_mesh();
+    m.x_desc(x_desc)
+        .y_desc(y_desc)
+        .x_label_formatter(&whole)
+        .label_style((FAMILY, 12).into_font())
+        .axis_desc_style((FAMILY, 13).into_font());
+    m
+}
+
 const DIST_WIDTH: u32 = 1400;
 const PANEL_HEIGHT: u32 = 230;
 /// Share of a distribution row's width given to the bars; the rest shows
@@ -75,21 +141,16 @@ fn mean_line<DB: DrawingBackend>(
 /// binomial floor, with the ±2 band where chance alone puts about 95% of
 /// fragments (right).
 pub fn distribution(r: &Report, dir: &Path) -> Result<(), String> {
-    register_font()?;
     let size = (DIST_WIDTH, 60 + PANEL_HEIGHT * r.schemes.len() as u32);
-    {
-        let path = dir.join("distribution.png");
-        let root = BitMapBackend::new(&path, size).into_drawing_area();
-        draw_distribution(r, &root)?;
-        root.present().map_err(perr)?;
+    save(dir, "distribution", size, &Distribution(r))
+}
+
+struct Distribution<'a>(&'a Report);
+
+impl Figure for Distribution<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        draw_distribution(self.0, root)
     }
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
-        draw_distribution(r, &root)?;
-        root.present().map_err(perr)?;
-    }
-    std::fs::write(dir.join("distribution.svg"), svg).map_err(perr)
 }
 
 fn draw_distribution<DB: DrawingBackend>(
@@ -123,25 +184,16 @@ fn draw_distribution<DB: DrawingBackend>(
             s.stddev_over_floor,
             s.max_over_mean
         );
-        let mut chart = ChartBuilder::on(&left)
-            .caption(caption, (FAMILY, 15).into_font())
+        let mut chart = chart_on(&left, &caption, 80)
             .margin_left(10)
             .margin_right(20)
-            .x_label_area_size(38)
-            .y_label_area_size(80)
             .build_cartesian_2d(fragment_axis(r.fragments), 0f64..top)
             .map_err(perr)?;
-        chart
-            .configure_mesh()
+        mesh(&mut chart, "fragment", "keys")
             .disable_x_mesh()
-            .x_desc("fragment")
-            .y_desc("keys")
-            .x_label_formatter(&|x| format!("{}", x.round() as i64))
             .y_labels(4)
             .y_max_light_lines(0)
             .y_label_formatter(&|y| thousands(y.round().max(0.0) as u64))
-            .label_style((FAMILY, 12).into_font())
-            .axis_desc_style((FAMILY, 13).into_font())
             .draw()
             .map_err(perr)?;
         chart
@@ -174,25 +226,16 @@ fn draw_distribution<DB: DrawingBackend>(
             z.len(),
             thousands(s.floor.round() as u64)
         );
-        let mut chart = ChartBuilder::on(&right)
-            .caption(caption, (FAMILY, 15).into_font())
+        let mut chart = chart_on(&right, &caption, 60)
             .margin_left(10)
             .margin_right(20)
-            .x_label_area_size(38)
-            .y_label_area_size(60)
             .build_cartesian_2d(fragment_axis(r.fragments), -lim..lim)
             .map_err(perr)?;
-        chart
-            .configure_mesh()
+        mesh(&mut chart, "fragment", "(keys − mean) / floor")
             .disable_x_mesh()
-            .x_desc("fragment")
-            .y_desc("(keys − mean) / floor")
-            .x_label_formatter(&|x| format!("{}", x.round() as i64))
             .y_labels(5)
             .y_max_light_lines(0)
             .y_label_formatter(&|y| format!("{y:.0}"))
-            .label_style((FAMILY, 12).into_font())
-            .axis_desc_style((FAMILY, 13).into_font())
             .draw()
             .map_err(perr)?;
         chart
@@ -220,21 +263,15 @@ fn draw_distribution<DB: DrawingBackend>(
 /// growth.png and growth.svg: max/mean and stddev/floor against the
 /// fragment count, on a log x axis (1 to 16 fragments take half the width).
 pub fn growth(r: &Report, g: &Growth, dir: &Path) -> Result<(), String> {
-    register_font()?;
-    let size = (1100, 860);
-    {
-        let path = dir.join("growth.png");
-        let root = BitMapBackend::new(&path, size).into_drawing_area();
-        draw_growth(r, g, &root)?;
-        root.present().map_err(perr)?;
+    save(dir, "growth", (1100, 860), &GrowthFigure(r, g))
+}
+
+struct GrowthFigure<'a>(&'a Report, &'a Growth);
+
+impl Figure for GrowthFigure<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        draw_growth(self.0, self.1, root)
     }
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
-        draw_growth(r, g, &root)?;
-        root.present().map_err(perr)?;
-    }
-    std::fs::write(dir.join("growth.svg"), svg).map_err(perr)
 }
 
 /// A line style per scheme, by position: solid or one of three dash
@@ -389,26 +426,14 @@ fn draw_growth<DB: DrawingBackend>(
         .iter()
         .flat_map(|c| c.max_over_mean.iter().copied())
         .fold(1.0f64, f64::max);
-    let mut chart = ChartBuilder::on(&upper)
-        .caption(
-            "biggest fragment / mean (1.0 = perfectly even)",
-            (FAMILY, 15).into_font(),
-        )
+    let mut chart = chart_on(&upper, "biggest fragment / mean (1.0 = perfectly even)", 60)
         .margin(10)
         .margin_right(25)
-        .x_label_area_size(38)
-        .y_label_area_size(60)
         .build_cartesian_2d(x_axis(), 0.95f64..(top * 1.05).max(1.1))
         .map_err(perr)?;
-    chart
-        .configure_mesh()
-        .x_desc("fragments (log scale)")
-        .y_desc("max / mean")
-        .x_label_formatter(&|x| format!("{}", x.round() as i64))
+    mesh(&mut chart, "fragments (log scale)", "max / mean")
         .y_label_formatter(&|y| format!("{y:.2}"))
         .max_light_lines(1)
-        .label_style((FAMILY, 12).into_font())
-        .axis_desc_style((FAMILY, 13).into_font())
         .draw()
         .map_err(perr)?;
     // Upper left: linear's tallest teeth are on the right.
@@ -427,27 +452,19 @@ fn draw_growth<DB: DrawingBackend>(
         .iter()
         .flat_map(|c| c.stddev_over_floor.iter().copied())
         .fold(2.0f64, f64::max);
-    let mut chart = ChartBuilder::on(&lower)
-        .caption(
-            "stddev / binomial floor, log scale (1 = as even as chance allows)",
-            (FAMILY, 15).into_font(),
-        )
-        .margin(10)
-        .margin_right(25)
-        .x_label_area_size(38)
-        .y_label_area_size(60)
-        .build_cartesian_2d(x_axis(), (0.3f64..hi * 1.5).log_scale())
-        .map_err(perr)?;
-    chart
-        .configure_mesh()
-        .x_desc("fragments (log scale)")
-        .y_desc("stddev / floor")
-        .x_label_formatter(&|x| format!("{}", x.round() as i64))
+    let mut chart = chart_on(
+        &lower,
+        "stddev / binomial floor, log scale (1 = as even as chance allows)",
+        60,
+    )
+    .margin(10)
+    .margin_right(25)
+    .build_cartesian_2d(x_axis(), (0.3f64..hi * 1.5).log_scale())
+    .map_err(perr)?;
+    mesh(&mut chart, "fragments (log scale)", "stddev / floor")
         .y_labels(6)
         .y_label_formatter(&|y| format!("{y}"))
         .max_light_lines(1)
-        .label_style((FAMILY, 12).into_font())
-        .axis_desc_style((FAMILY, 13).into_font())
         .draw()
         .map_err(perr)?;
     draw_curves(

@@ -40,9 +40,9 @@ pub(super) fn dispatch(c: TableCommand, quiet: bool) -> Res<u8> {
             }
         }
         TableCommand::Put { dir, key, value } => {
-            Table::open(&dir)?.put(key.as_bytes(), value.as_bytes())?;
+            open(&dir)?.put(key.as_bytes(), value.as_bytes())?;
         }
-        TableCommand::Get { dir, key } => match Table::open(&dir)?.get(key.as_bytes())? {
+        TableCommand::Get { dir, key } => match open(&dir)?.get(key.as_bytes())? {
             Some(v) => {
                 out.write_all(&v)?;
                 out.write_all(b"\n")?;
@@ -53,7 +53,7 @@ pub(super) fn dispatch(c: TableCommand, quiet: bool) -> Res<u8> {
             }
         },
         TableCommand::Delete { dir, key } => {
-            if !Table::open(&dir)?.delete(key.as_bytes())? {
+            if !open(&dir)?.delete(key.as_bytes())? {
                 eprintln!("fraghash table: key {key:?} was not present");
             }
         }
@@ -69,7 +69,7 @@ pub(super) fn dispatch(c: TableCommand, quiet: bool) -> Res<u8> {
             }
         }
         TableCommand::Scan { dir, limit } => {
-            let t = Table::open(&dir)?;
+            let t = open(&dir)?;
             let mut out = std::io::BufWriter::new(&mut out);
             for (i, r) in t.scan()?.enumerate() {
                 if limit.is_some_and(|l| i as u64 >= l) {
@@ -98,7 +98,7 @@ pub(super) fn dispatch(c: TableCommand, quiet: bool) -> Res<u8> {
         TableCommand::Stats { dir, json } => stats(&dir, json, &mut out)?,
         TableCommand::Verify { dir, json } => return verify(&dir, json, quiet, &mut out),
         TableCommand::Compact { dir } => {
-            let r = Table::open(&dir)?.compact()?;
+            let r = open(&dir)?.compact()?;
             if !quiet {
                 writeln!(
                     out,
@@ -111,6 +111,36 @@ pub(super) fn dispatch(c: TableCommand, quiet: bool) -> Res<u8> {
     }
     out.flush()?;
     Ok(0)
+}
+
+/// Opens the table in `dir`. An open finishes a migration that a crash
+/// interrupted, which changes the table; the user is told on stderr (stdout
+/// is the command's output), even with `--quiet`.
+fn open(dir: &Path) -> fraghash_store::Result<Table> {
+    let t = Table::open(dir)?;
+    if let Some(r) = t.recovered_migration() {
+        eprintln!("fraghash table: {}", recovery_notice(r));
+    }
+    Ok(t)
+}
+
+/// What an open finished: "finished an interrupted migration: added
+/// fragment 8 (8 -> 9 fragments), moved 1234 records".
+pub(super) fn recovery_notice(r: &MigrationReport) -> String {
+    let fragments = if r.fragments_before == r.fragments_after {
+        count(r.fragments_after.into(), "fragment", "fragments")
+    } else {
+        format!(
+            "{} -> {}",
+            r.fragments_before,
+            count(r.fragments_after.into(), "fragment", "fragments")
+        )
+    };
+    format!(
+        "finished an interrupted migration: {} ({fragments}), moved {}",
+        r.kind,
+        count(r.keys_moved, "record", "records")
+    )
 }
 
 /// Whether `e` is a write to a closed pipe: the reader went away, which
@@ -133,7 +163,7 @@ fn bar(len: u64, what: &str) -> ProgressBar {
 
 /// Loads `key<TAB>value` lines; returns (records loaded, records in the table).
 fn load(dir: &Path, file: Option<&Path>, batch: usize, quiet: bool) -> Res<(u64, u64)> {
-    let t = Table::open(dir)?;
+    let t = open(dir)?;
     let (input, len, name): (Box<dyn Read>, u64, String) = match file {
         Some(p) if p != Path::new("-") => {
             let f = std::fs::File::open(p).map_err(|e| format!("{}: {e}", p.display()))?;
@@ -198,7 +228,7 @@ fn migrate(
     out: &mut impl Write,
     op: impl FnOnce(&Table) -> fraghash_store::Result<MigrationReport>,
 ) -> Res<()> {
-    let t = Table::open(dir)?;
+    let t = open(dir)?;
     t.set_batch_size(m.batch);
     let pb = if quiet {
         ProgressBar::hidden()
@@ -284,7 +314,7 @@ pub(super) fn migration_summary(r: &MigrationReport) -> String {
 }
 
 fn stats(dir: &Path, as_json: bool, out: &mut impl Write) -> Res<()> {
-    let s = Table::open(dir)?.stats();
+    let s = open(dir)?.stats();
     if as_json {
         let frags: Vec<_> = s
             .fragments
@@ -341,7 +371,7 @@ fn stats(dir: &Path, as_json: bool, out: &mut impl Write) -> Res<()> {
 }
 
 fn verify(dir: &Path, as_json: bool, quiet: bool, out: &mut impl Write) -> Res<u8> {
-    let r = Table::open(dir)?.verify()?;
+    let r = open(dir)?.verify()?;
     if as_json {
         writeln!(
             out,

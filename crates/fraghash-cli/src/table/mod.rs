@@ -4,6 +4,10 @@
 //! (`verify`); 2 an error (printed as one line on stderr). A closed standard
 //! output (`fraghash table scan DIR | head -1`) is a normal end: exit 0,
 //! nothing printed.
+//!
+//! A command that opens a table whose migration a crash interrupted
+//! finishes it first (the store does so on open) and says so in one line on
+//! stderr.
 
 mod cmd;
 
@@ -17,7 +21,7 @@ pub struct TableArgs {
     #[command(subcommand)]
     command: TableCommand,
     /// No progress bar and no summary line (values, scans, stats, JSON,
-    /// problems and errors are still printed).
+    /// problems, errors and notices on stderr are still printed).
     #[arg(long, short, global = true)]
     quiet: bool,
 }

@@ -88,6 +88,10 @@ fn bad_input_is_one_line() {
             "can only remove its last",
         ),
         (
+            vec!["remove-fragment", t, "5", "--quiet"],
+            "fragment 5 does not exist: there are 2 fragments (ids 0..=1)",
+        ),
+        (
             vec!["rebalance", t, "--quiet"],
             "does not support rebalance",
         ),
@@ -277,5 +281,20 @@ fn migration_summary_counts_in_words() {
             "moved 2 records, examined 4 (2.000 examined per moved), whole fragments scanned"
         ),
         "{filter}"
+    );
+}
+
+#[test]
+fn recovery_notice_names_what_was_finished() {
+    let add = cmd::recovery_notice(&report(PlanKind::Add { fragment: 1 }, 1, 1, 1));
+    assert_eq!(
+        add,
+        "finished an interrupted migration: added fragment 1 (1 -> 2 fragments), moved 1 record"
+    );
+    let mut even = report(PlanKind::Rebalance, 7, 9, 2);
+    even.fragments_before = 2;
+    assert_eq!(
+        cmd::recovery_notice(&even),
+        "finished an interrupted migration: rebalanced (2 fragments), moved 7 records"
     );
 }

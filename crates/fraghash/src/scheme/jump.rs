@@ -13,10 +13,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_removable, FragmentScheme};
+use super::{add_plan, check_fragment_count, remove_last, FragmentScheme};
 use crate::error::{SchemeError, StateError};
 use crate::keys::SplitMix64;
-use crate::plan::{MigrationPlan, Move, PlanKind};
+use crate::plan::{MigrationPlan, Move};
 use crate::state::{self, tag};
 
 /// Jump consistent hashing over `fragments` fragments.
@@ -62,15 +62,7 @@ impl Jump {
 
     /// Jump hashing over `fragments` fragments.
     pub fn new(fragments: u32) -> Result<Jump, SchemeError> {
-        if fragments == 0 {
-            return Err(SchemeError::ZeroFragments);
-        }
-        if fragments > Self::MAX_FRAGMENTS {
-            return Err(SchemeError::TooManyFragments {
-                scheme: "jump",
-                max: Self::MAX_FRAGMENTS,
-            });
-        }
+        check_fragment_count("jump", fragments, Self::MAX_FRAGMENTS)?;
         Ok(Jump { fragments })
     }
 
@@ -144,33 +136,16 @@ impl FragmentScheme for Jump {
     fn add_fragment(&mut self) -> Result<MigrationPlan, SchemeError> {
         let before = self.fragments;
         *self = Jump::new(before.saturating_add(1))?;
-        Ok(MigrationPlan {
-            kind: PlanKind::Add { fragment: before },
-            fragments_before: before,
-            fragments_after: before + 1,
-            moves: (0..before).map(|from| Move::Filter { from }).collect(),
-            renumber: None,
-        })
+        Ok(add_plan(
+            before,
+            (0..before).map(|from| Move::Filter { from }).collect(),
+        ))
     }
 
     fn remove_fragment(&mut self, which: u32) -> Result<MigrationPlan, SchemeError> {
-        check_removable(which, self.fragments)?;
-        let last = self.fragments - 1;
-        if which != last {
-            return Err(SchemeError::OnlyLastRemovable {
-                scheme: "jump",
-                last,
-                requested: which,
-            });
-        }
-        self.fragments = last;
-        Ok(MigrationPlan {
-            kind: PlanKind::Remove { fragment: last },
-            fragments_before: last + 1,
-            fragments_after: last,
-            moves: vec![Move::Filter { from: last }],
-            renumber: None,
-        })
+        let plan = remove_last("jump", which, self.fragments)?;
+        self.fragments -= 1;
+        Ok(plan)
     }
 
     fn to_state_bytes(&self) -> Vec<u8> {

@@ -14,9 +14,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_removable, FragmentScheme};
+use super::{add_plan, check_fragment_count, remove_last, FragmentScheme};
 use crate::error::{SchemeError, StateError};
-use crate::plan::{MigrationPlan, Move, PlanKind};
+use crate::plan::{MigrationPlan, Move};
 use crate::state::{self, tag};
 
 /// Mnesia's linear hashing. The state is the fragment count alone: Mnesia's
@@ -67,15 +67,7 @@ impl Linear {
     /// A linear-hashing scheme with `fragments` fragments, as Mnesia has it
     /// after creating one and adding `fragments - 1`.
     pub fn new(fragments: u32) -> Result<Linear, SchemeError> {
-        if fragments == 0 {
-            return Err(SchemeError::ZeroFragments);
-        }
-        if fragments > Self::MAX_FRAGMENTS {
-            return Err(SchemeError::TooManyFragments {
-                scheme: "linear",
-                max: Self::MAX_FRAGMENTS,
-            });
-        }
+        check_fragment_count("linear", fragments, Self::MAX_FRAGMENTS)?;
         Ok(Linear {
             fragments,
             doubles: 31 - fragments.leading_zeros(),
@@ -119,42 +111,17 @@ impl FragmentScheme for Linear {
     }
 
     fn add_fragment(&mut self) -> Result<MigrationPlan, SchemeError> {
-        if self.fragments >= Self::MAX_FRAGMENTS {
-            return Err(SchemeError::TooManyFragments {
-                scheme: "linear",
-                max: Self::MAX_FRAGMENTS,
-            });
-        }
         let split = self.next_to_split();
         let before = self.fragments;
+        // At the limit, `new` refuses and the state is unchanged.
         *self = Linear::new(before + 1)?;
-        Ok(MigrationPlan {
-            kind: PlanKind::Add { fragment: before },
-            fragments_before: before,
-            fragments_after: before + 1,
-            moves: vec![Move::Filter { from: split }],
-            renumber: None,
-        })
+        Ok(add_plan(before, vec![Move::Filter { from: split }]))
     }
 
     fn remove_fragment(&mut self, which: u32) -> Result<MigrationPlan, SchemeError> {
-        check_removable(which, self.fragments)?;
-        let last = self.fragments - 1;
-        if which != last {
-            return Err(SchemeError::OnlyLastRemovable {
-                scheme: "linear",
-                last,
-                requested: which,
-            });
-        }
-        *self = Linear::new(last)?;
-        Ok(MigrationPlan {
-            kind: PlanKind::Remove { fragment: last },
-            fragments_before: last + 1,
-            fragments_after: last,
-            moves: vec![Move::Filter { from: last }],
-            renumber: None,
-        })
+        let plan = remove_last("linear", which, self.fragments)?;
+        *self = Linear::new(self.fragments - 1)?;
+        Ok(plan)
     }
 
     fn to_state_bytes(&self) -> Vec<u8> {

@@ -6,7 +6,7 @@ pub mod ring;
 pub mod slots;
 
 use crate::error::SchemeError;
-use crate::plan::MigrationPlan;
+use crate::plan::{MigrationPlan, Move, PlanKind, Renumber};
 
 /// The whole contract between a table and the rule that places its keys,
 /// modelled on Mnesia's `mnesia_frag_hash` behaviour.
@@ -79,6 +79,22 @@ pub trait FragmentScheme {
     fn to_state_bytes(&self) -> Vec<u8>;
 }
 
+/// Checks a fragment count for a new state of `scheme`: at least one, at
+/// most `max`.
+pub(crate) fn check_fragment_count(
+    scheme: &'static str,
+    fragments: u32,
+    max: u32,
+) -> Result<(), SchemeError> {
+    if fragments == 0 {
+        return Err(SchemeError::ZeroFragments);
+    }
+    if fragments > max {
+        return Err(SchemeError::TooManyFragments { scheme, max });
+    }
+    Ok(())
+}
+
 /// Checks `which` against the fragment count and the one-fragment floor.
 pub(crate) fn check_removable(which: u32, fragments: u32) -> Result<(), SchemeError> {
     if which >= fragments {
@@ -91,4 +107,63 @@ pub(crate) fn check_removable(which: u32, fragments: u32) -> Result<(), SchemeEr
         return Err(SchemeError::LastFragment);
     }
     Ok(())
+}
+
+/// The plan of an add that makes fragment `before` (the old count).
+pub(crate) fn add_plan(before: u32, moves: Vec<Move>) -> MigrationPlan {
+    MigrationPlan {
+        kind: PlanKind::Add { fragment: before },
+        fragments_before: before,
+        fragments_after: before + 1,
+        moves,
+        renumber: None,
+    }
+}
+
+/// How ids change when `which` of `before` fragments is removed: the last
+/// fragment takes the removed id, so that ids stay dense; nothing changes
+/// when the last one is removed.
+pub(crate) fn removal_renumber(which: u32, before: u32) -> Option<Renumber> {
+    let last = before - 1;
+    (which != last).then_some(Renumber {
+        from: last,
+        to: which,
+    })
+}
+
+/// The plan of removing `which` of `before` fragments, with `moves` in the
+/// old numbering and the renumbering of [`removal_renumber`].
+pub(crate) fn removal_plan(which: u32, before: u32, moves: Vec<Move>) -> MigrationPlan {
+    MigrationPlan {
+        kind: PlanKind::Remove { fragment: which },
+        fragments_before: before,
+        fragments_after: before - 1,
+        moves,
+        renumber: removal_renumber(which, before),
+    }
+}
+
+/// For schemes that can only drop their last fragment (`jump`, `linear`):
+/// checks that `which` is that one and returns the plan, a filter move of
+/// its keys back to wherever the smaller scheme places them. The caller
+/// then shrinks its state to `fragments - 1`.
+pub(crate) fn remove_last(
+    scheme: &'static str,
+    which: u32,
+    fragments: u32,
+) -> Result<MigrationPlan, SchemeError> {
+    check_removable(which, fragments)?;
+    let last = fragments - 1;
+    if which != last {
+        return Err(SchemeError::OnlyLastRemovable {
+            scheme,
+            last,
+            requested: which,
+        });
+    }
+    Ok(removal_plan(
+        last,
+        fragments,
+        vec![Move::Filter { from: last }],
+    ))
 }

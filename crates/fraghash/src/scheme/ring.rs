@@ -21,9 +21,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_removable, FragmentScheme};
+use super::{add_plan, check_removable, removal_plan, removal_renumber, FragmentScheme};
 use crate::error::{SchemeError, StateError};
-use crate::plan::{diff_ownership, MigrationPlan, Ownership, PlanKind, Renumber};
+use crate::plan::{diff_ownership, MigrationPlan, Ownership};
 use crate::state::{self, tag};
 
 /// A consistent-hash ring.
@@ -332,39 +332,26 @@ impl FragmentScheme for Ring {
             tokens.push(token);
             Ring::from_parts(self.points_per_fragment, tokens, token + 1)
         };
-        let moves = diff_ownership(&old, &self.ownership(), |x| x);
-        Ok(MigrationPlan {
-            kind: PlanKind::Add { fragment: before },
-            fragments_before: before,
-            fragments_after: before + 1,
-            moves,
-            renumber: None,
-        })
+        Ok(add_plan(
+            before,
+            diff_ownership(&old, &self.ownership(), |x| x),
+        ))
     }
 
     fn remove_fragment(&mut self, which: u32) -> Result<MigrationPlan, SchemeError> {
         let before = self.fragments();
         check_removable(which, before)?;
-        let last = before - 1;
         let old = self.ownership();
         let mut tokens = self.tokens.clone();
         tokens.swap_remove(which as usize);
         *self = Ring::from_parts(self.points_per_fragment, tokens, self.next_token);
-        let renumber = (which != last).then_some(Renumber {
-            from: last,
-            to: which,
-        });
+        // The rebuilt ring already uses the new ids; moves are in the old.
+        let renumber = removal_renumber(which, before);
         let moves = diff_ownership(&old, &self.ownership(), |new_id| match renumber {
             Some(r) if new_id == r.to => r.from,
             _ => new_id,
         });
-        Ok(MigrationPlan {
-            kind: PlanKind::Remove { fragment: which },
-            fragments_before: before,
-            fragments_after: last,
-            moves,
-            renumber,
-        })
+        Ok(removal_plan(which, before, moves))
     }
 
     fn to_state_bytes(&self) -> Vec<u8> {

@@ -48,9 +48,11 @@ mod share;
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_removable, FragmentScheme};
+use super::{
+    add_plan, check_fragment_count, check_removable, removal_plan, removal_renumber, FragmentScheme,
+};
 use crate::error::{SchemeError, StateError};
-use crate::plan::{diff_ownership, HashRange, MigrationPlan, Ownership, PlanKind, Renumber};
+use crate::plan::{diff_ownership, HashRange, MigrationPlan, Ownership, PlanKind};
 use crate::state::{self, tag};
 pub(crate) use share::targets;
 use share::{greedy_take, run_len, take_from_runs};
@@ -183,9 +185,6 @@ impl Slots {
     /// The slot bits of a new table and each fragment's slot count.
     fn new_targets(weights: &[u32]) -> Result<(u32, Vec<u64>), SchemeError> {
         let n = u32::try_from(weights.len()).unwrap_or(u32::MAX);
-        if n == 0 {
-            return Err(SchemeError::ZeroFragments);
-        }
         Self::check_count(n)?;
         check_weights(weights)?;
         let bits = Self::wanted_bits(n);
@@ -193,13 +192,7 @@ impl Slots {
     }
 
     fn check_count(n: u32) -> Result<(), SchemeError> {
-        if n > Self::MAX_FRAGMENTS {
-            return Err(SchemeError::TooManyFragments {
-                scheme: "slots",
-                max: Self::MAX_FRAGMENTS,
-            });
-        }
-        Ok(())
+        check_fragment_count("slots", n, Self::MAX_FRAGMENTS)
     }
 
     /// The slot bits `k` a table of `n` fragments wants (see the module docs).
@@ -384,13 +377,10 @@ impl Slots {
                 self.table[start..start + len].fill(before);
             }
         }
-        Ok(MigrationPlan {
-            kind: PlanKind::Add { fragment: before },
-            fragments_before: before,
-            fragments_after: before + 1,
-            moves: diff_ownership(&old, &self.ownership(), |x| x),
-            renumber: None,
-        })
+        Ok(add_plan(
+            before,
+            diff_ownership(&old, &self.ownership(), |x| x),
+        ))
     }
 
     /// Splits `fragment`: a new fragment (same weight) takes the second half
@@ -512,7 +502,6 @@ impl FragmentScheme for Slots {
     fn remove_fragment(&mut self, which: u32) -> Result<MigrationPlan, SchemeError> {
         let before = self.fragments();
         check_removable(which, before)?;
-        let last = before - 1;
         let old = self.ownership();
         // Targets of the survivors, in old numbering, with `which` at zero.
         let mut w = self.weights.clone();
@@ -542,24 +531,16 @@ impl FragmentScheme for Slots {
                 self.table[s] = receiver as u32;
             }
         }
-        let renumber = (which != last).then_some(Renumber {
-            from: last,
-            to: which,
-        });
+        // The moves are taken in the old numbering, before the last
+        // fragment takes the removed id.
         let moves = diff_ownership(&old, &self.ownership(), |x| x);
-        if renumber.is_some() {
-            for o in self.table.iter_mut().filter(|o| **o == last) {
-                *o = which;
+        if let Some(r) = removal_renumber(which, before) {
+            for o in self.table.iter_mut().filter(|o| **o == r.from) {
+                *o = r.to;
             }
         }
         self.weights.swap_remove(which as usize);
-        Ok(MigrationPlan {
-            kind: PlanKind::Remove { fragment: which },
-            fragments_before: before,
-            fragments_after: last,
-            moves,
-            renumber,
-        })
+        Ok(removal_plan(which, before, moves))
     }
 
     fn to_state_bytes(&self) -> Vec<u8> {

@@ -1,4 +1,5 @@
 use super::*;
+use crate::plan::Renumber;
 use crate::Move;
 
 #[test]
