@@ -40,6 +40,8 @@
 -include("fraghash.hrl").
 
 -define(BATCH, 500).
+%% Copy rounds a del_frag makes before it gives up (application
+%% environment `del_frag_attempts').
 -define(MAX_ATTEMPTS, 20).
 -define(SAFE_PATH_KEY, fraghash_safe_path).
 -define(SCHEMA_TID_KEY, fraghash_schema_tid).
@@ -109,6 +111,7 @@ recover(Tab) ->
     ok = fraghash_journal:ensure(),
     case fraghash_journal:read(Tab) of
         none -> ok;
+        stale -> fraghash_journal:delete(Tab);
         Entry -> fraghash_frag_recovery:recover(Tab, Entry)
     end.
 
@@ -161,6 +164,20 @@ hash(Tab) ->
     {hash_state, S} = lists:keyfind(hash_state, 1, Props),
     {n_fragments, N} = lists:keyfind(n_fragments, 1, Props),
     {Mod, S, N}.
+
+%% `hash/1' for inspection: a table that is not fragmented is one fragment
+%% of its own (`{none, none, 1}'); a missing one an error with a reason.
+table_hash(Tab) ->
+    case lists:member(Tab, mnesia:system_info(tables)) of
+        false ->
+            {error, {fraghash, no_such_table,
+                     lists:flatten(io_lib:format("no table ~s in this node's schema", [Tab]))}};
+        true ->
+            case mnesia:table_info(Tab, frag_properties) of
+                [] -> {none, none, 1};
+                _ -> hash(Tab)
+            end
+    end.
 
 %% @doc The name of fragment `N' of `Tab' (Mnesia's naming).
 -spec frag_name(atom(), pos_integer()) -> atom().
@@ -250,11 +267,20 @@ moves(Ops) ->
 do_del_frag(Tab) ->
     {Mod, S, N} = hash(Tab),
     case N > 1 of
-        false -> {aborted, {no_exists, Tab}};
-        true -> del_attempts(Tab, Mod, S, N, [], ?MAX_ATTEMPTS)
+        false ->
+            {aborted, {fraghash, last_fragment,
+                       lists:flatten(io_lib:format("~s has one fragment, which a table keeps: "
+                                                   "there is none to remove", [Tab]))}};
+        true ->
+            Attempts = application:get_env(fraghash, del_frag_attempts, ?MAX_ATTEMPTS),
+            del_attempts(Tab, Mod, S, N, [], Attempts)
     end.
 
-del_attempts(_Tab, _Mod, _S, _N, _Prev, 0) ->
+del_attempts(Tab, _Mod, _S, _N, Prev, 0) ->
+    %% Given up: the table stays as it was, without the hidden copies.
+    ok = fraghash_frag_recovery:undo_copies(Tab, Prev),
+    ok = fraghash_journal:delete(Tab),
+    ok = fraghash_snapshot:discard(Tab),
     {aborted, {fraghash, del_frag_not_settled,
                "records kept changing in the fragments to merge; retry when writes are lighter"}};
 del_attempts(Tab, Mod, S, N, Prev, Attempts) ->
@@ -409,15 +435,14 @@ batches(F, Items) ->
         Aborted -> Aborted
     end.
 
-%% @private Makes what was committed so far durable: the log synced, and
-%% the dets files of disc_only_copies fragments 1..N flushed.
+%% @private Makes what was committed so far to fragments 1..N (those that
+%% exist) and to the journal durable, on every node holding a disc copy of
+%% one of them (see fraghash_durable).
 durable(Tab, N) ->
-    ok = mnesia:sync_log(),
-    Local = mnesia:system_info(local_tables),
-    [_ = dets:sync(F) || I <- lists:seq(1, N), F <- [frag_name(Tab, I)],
-                         lists:member(F, Local),
-                         mnesia:table_info(F, storage_type) =:= disc_only_copies],
-    ok.
+    Tables = mnesia:system_info(tables),
+    fraghash_durable:tables([F || I <- lists:seq(1, N), F <- [frag_name(Tab, I)],
+                                  lists:member(F, Tables)]
+                            ++ [fraghash_journal || lists:member(fraghash_journal, Tables)]).
 
 %% @private Calls the step hook, if any.
 step(Tab, Step) ->
@@ -476,9 +501,14 @@ serialized(Tab, Fun) ->
 %% memory for `ram_copies' and `disc_copies' fragments, the file for
 %% `disc_only_copies' ones. Each fragment is measured where Mnesia reads
 %% it; the counts are Mnesia's, so they are exact only while nobody writes.
--spec distribution(atom()) -> map().
+-spec distribution(atom()) -> map() | {error, {fraghash, no_such_table, string()}}.
 distribution(Tab) ->
-    {_Mod, _State, N} = hash(Tab),
+    case table_hash(Tab) of
+        {error, _} = Error -> Error;
+        {_Mod, _State, N} -> distribution(Tab, N)
+    end.
+
+distribution(Tab, N) ->
     Frags = [fragment_info(I, frag_name(Tab, I)) || I <- lists:seq(1, N)],
     Counts = [maps:get(records, F) || F <- Frags],
     M = lists:sum(Counts),
@@ -505,10 +535,16 @@ distribution(Tab) ->
 %% for `slots' its slot count and slots per fragment). A table created with
 %% `{foreign_key, {Master, Attr}}' also has `master' and `co_located':
 %% whether its hash module and state place every key where the master's
-%% do (see docs/mnesia.md, "Foreign keys").
--spec info(atom()) -> map().
+%% do (see docs/mnesia-foreign-keys.md).
+-spec info(atom()) -> map() | {error, {fraghash, no_such_table, string()}}.
 info(Tab) ->
-    {Mod, State, N} = hash(Tab),
+    case table_hash(Tab) of
+        {error, _} = Error -> Error;
+        {none, none, 1} -> #{table => Tab, hash_module => none, n_fragments => 1};
+        {Mod, State, N} -> info(Tab, Mod, State, N)
+    end.
+
+info(Tab, Mod, State, N) ->
     Base0 = #{table => Tab,
               hash_module => Mod,
               n_fragments => N,

@@ -3,10 +3,11 @@
 %% holding at most one entry per fragmented table, the operation in
 %% progress on it and what recovery needs to finish it or roll it back.
 %%
-%% Every change to the journal is an ordinary transaction followed by
-%% `mnesia:sync_log()': when a function here returns, the entry is on disc
-%% (Mnesia's durability line for `disc_copies'), and it survives a kill -9
-%% of the VM from then on.
+%% Every change to the journal is an ordinary transaction followed by a
+%% sync of Mnesia's log on every node holding a copy of the journal
+%% (`fraghash_durable'): when a function here returns, the entry is on disc
+%% there (Mnesia's durability line for `disc_copies'), so recovery on any
+%% of them sees it, and it survives a kill -9 of any of them from then on.
 -module(fraghash_journal).
 
 -export([ensure/0, write/2, read/1, delete/1, pending/0, write_from_other_process/2]).
@@ -37,11 +38,14 @@ wait() ->
         Other -> {error, {journal_not_loaded, Other}}
     end.
 
-%% @doc Writes the entry of `Tab', durably.
+%% @doc Writes the entry of `Tab', durably. The entry records the table's
+%% incarnation (its Mnesia cookie), so that it is never applied to a table
+%% of the same name created after this one was deleted (see {@link read/1}).
 -spec write(atom(), map()) -> ok.
 write(Tab, Entry) ->
-    {atomic, ok} = mnesia:transaction(fun() -> mnesia:write({?TABLE, Tab, Entry}) end),
-    ok = mnesia:sync_log().
+    Stamped = Entry#{cookie => mnesia:table_info(Tab, cookie)},
+    {atomic, ok} = mnesia:transaction(fun() -> mnesia:write({?TABLE, Tab, Stamped}) end),
+    fraghash_durable:tables([?TABLE]).
 
 %% @doc {@link write/2} run in a fresh process, for a caller that is itself
 %% inside a (schema) transaction: an ordinary transaction of its own, not a
@@ -54,19 +58,28 @@ write_from_other_process(Tab, Entry) ->
         {'DOWN', Ref, process, Pid, Other} -> mnesia:abort({fraghash_journal_failed, Other})
     end.
 
-%% @doc The entry of `Tab', or `none'.
--spec read(atom()) -> map() | none.
+%% @doc The entry of `Tab'; `none' when there is none; `stale' when it
+%% belongs to a table of that name that no longer exists (deleted, or
+%% deleted and created again since): nothing of it applies to the table
+%% there now.
+-spec read(atom()) -> map() | none | stale.
 read(Tab) ->
     case mnesia:dirty_read(?TABLE, Tab) of
-        [{?TABLE, Tab, Entry}] -> Entry;
-        [] -> none
+        [{?TABLE, Tab, Entry}] ->
+            Exists = lists:member(Tab, mnesia:system_info(tables)),
+            case Exists andalso maps:get(cookie, Entry) =:= mnesia:table_info(Tab, cookie) of
+                true -> Entry;
+                false -> stale
+            end;
+        [] ->
+            none
     end.
 
 %% @doc Removes the entry of `Tab', durably.
 -spec delete(atom()) -> ok.
 delete(Tab) ->
     {atomic, ok} = mnesia:transaction(fun() -> mnesia:delete({?TABLE, Tab}) end),
-    ok = mnesia:sync_log().
+    fraghash_durable:tables([?TABLE]).
 
 %% @doc The tables that have an entry (an operation to finish or undo).
 -spec pending() -> [atom()].

@@ -41,7 +41,13 @@ disc_safety_test_() ->
                {timeout, ?T, {"a snapshot that cannot be written refuses the operation",
                               fun snapshot_cannot_be_written/0}},
                {timeout, ?T, {"a delete that raced an add stays deleted",
-                              fun racing_delete/0}}]
+                              fun racing_delete/0}},
+               {timeout, ?T, {"a journal entry of a deleted or re-created table is dropped",
+                              fun stale_journal/0}},
+               {timeout, ?T, {"a del_frag that gives up leaves the table as it was",
+                              fun del_gives_up/0}},
+               {timeout, ?T, {"one fragment, plain and missing tables: answers with reasons",
+                              fun edges/0}}]
               ++ [{timeout, ?T, {lists:concat([Mod, " ", Copies, ": process dies at ",
                                                Op, " step ", Step]),
                                  fun() -> interrupted(Mod, Copies, Op, Step) end}}
@@ -296,3 +302,83 @@ check(Tab, N) ->
     ?assertEqual([], [K || {K, F, V} <- Rows,
                            V =/= K * 7 orelse Mod:key_to_frag_number(S, K) =/= F]),
     ?assertNot(lists:member(fraghash_frag:frag_name(Tab, N + 1), mnesia:system_info(tables))).
+
+%% A journal entry names one incarnation of a table: after the table is
+%% deleted, recovery drops it (it used to stop on the missing table); after
+%% the table is created again under the same name and fragment count,
+%% recovery drops it too instead of applying it to the new table.
+stale_journal() ->
+    Tab = safety_stale_journal,
+    ok = fraghash_journal:ensure(),
+    ok = create(Tab, mnesia_frag_slots, n_disc_copies),
+    Old = #{op => add, n => 3, donors => [Tab],
+            moves => [{K, Tab, fraghash_frag:frag_name(Tab, 4), {Tab, K, K * 7}}
+                      || K <- lists:seq(1, 50)]},
+    ok = fraghash_journal:write(Tab, Old),
+    {atomic, ok} = mnesia:delete_table(Tab),
+    ?assertEqual(stale, fraghash_journal:read(Tab)),
+    ?assertEqual(ok, fraghash_frag:recover()),
+    ?assertEqual([], fraghash_journal:pending()),
+    %% Written again, then the table deleted and created afresh.
+    ok = create(Tab, mnesia_frag_slots, n_disc_copies),
+    ok = fraghash_journal:write(Tab, Old),
+    {atomic, ok} = mnesia:delete_table(Tab),
+    ok = create(Tab, mnesia_frag_slots, n_disc_copies),
+    ?assertEqual(ok, fraghash_frag:recover()),
+    ?assertEqual([], fraghash_journal:pending()),
+    check(Tab, 3),
+    {atomic, ok} = mnesia:delete_table(Tab).
+
+%% A del_frag allowed one copy round, whose copies a writer changes before
+%% the schema change verifies them, gives up with del_frag_not_settled and
+%% leaves no hidden copy, no journal entry and the table's rows exact.
+del_gives_up() ->
+    Tab = safety_del_gives_up,
+    ok = create(Tab, mnesia_frag_slots, n_disc_copies),
+    {atomic, ok} = fraghash_frag:add_frag(Tab, [node()]),
+    {_, _, 4} = fraghash_frag:hash(Tab),
+    Moving = mnesia:dirty_all_keys(fraghash_frag:frag_name(Tab, 4)),
+    ok = application:set_env(fraghash, del_frag_attempts, 1),
+    ok = fraghash_frag:set_step_hook(
+           fun(T, del_schema) when T =:= Tab ->
+                   %% A writer changes a record after it was copied.
+                   [K | _] = Moving,
+                   Frag = fraghash_frag:frag_name(Tab, 4),
+                   {atomic, ok} = mnesia:transaction(
+                                    fun() -> mnesia:write(Frag, {Tab, K, changed}, write) end);
+              (_, _) -> ok
+           end),
+    Result = try fraghash_frag:del_frag(Tab)
+             after
+                 ok = fraghash_frag:set_step_hook(undefined),
+                 ok = application:unset_env(fraghash, del_frag_attempts)
+             end,
+    ?assertMatch({aborted, {fraghash, del_frag_not_settled, _}}, Result),
+    ?assertEqual(none, fraghash_journal:read(Tab)),
+    %% Every row once, in its fragment, the changed one with its new value.
+    [First | _] = Moving,
+    ?assertEqual([{Tab, First, changed}], mnesia:dirty_read(fraghash_frag:frag_name(Tab, 4), First)),
+    {Mod, S, 4} = fraghash_frag:hash(Tab),
+    Rows = lists:append([[{K, F} || K <- mnesia:dirty_all_keys(fraghash_frag:frag_name(Tab, F))]
+                         || F <- lists:seq(1, 4)]),
+    ?assertEqual(lists:seq(1, ?RECORDS), lists:sort([K || {K, _} <- Rows])),
+    ?assertEqual([], [K || {K, F} <- Rows, Mod:key_to_frag_number(S, K) =/= F]),
+    ?assertEqual(?RECORDS, mnesia:activity(transaction,
+                                           fun() -> mnesia:table_info(Tab, size) end,
+                                           [], mnesia_frag)),
+    {atomic, ok} = mnesia:delete_table(Tab).
+
+%% What the inspection and removal calls answer at the edges.
+edges() ->
+    Tab = safety_edges,
+    ok = fraghash_test_support:create_frag(Tab, mnesia_frag_slots, 1, [{n_disc_copies, 1}]),
+    ?assertMatch({aborted, {fraghash, last_fragment, _}}, fraghash_frag:del_frag(Tab)),
+    {atomic, ok} = mnesia:create_table(safety_edges_plain, [{attributes, [key, val]}]),
+    ok = mnesia:dirty_write({safety_edges_plain, 1, 2}),
+    ?assertMatch(#{n_fragments := 1, records := 1}, fraghash_frag:distribution(safety_edges_plain)),
+    ?assertMatch(#{hash_module := none, n_fragments := 1}, fraghash_frag:info(safety_edges_plain)),
+    ?assertMatch({error, {fraghash, no_such_table, _}}, fraghash_frag:distribution(safety_missing)),
+    ?assertMatch({error, {fraghash, no_such_table, _}}, fraghash_frag:info(safety_missing)),
+    [{atomic, ok} = mnesia:delete_table(T) || T <- [Tab, safety_edges_plain]],
+    ok.
+

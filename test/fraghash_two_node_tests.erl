@@ -18,7 +18,7 @@
 
 -import(fraghash_test_support, [scratch/0, report/2, start_peer/2, wait_down/1]).
 
--export([read_all/2, frag_keys/1]).
+-export([read_all/2, frag_keys/1, call_then_kill/2]).
 
 -define(RECORDS, 2000).
 -define(T, 300).
@@ -30,21 +30,30 @@ two_node_tests() ->
     {timeout, ?T * 4,
      {"kill -9 one of two nodes during add_frag/del_frag",
       fun() ->
-              [case_(Mod, Op, Step, Victim)
-               || {Mod, Op, Step} <- [{mnesia_frag_slots, add, add_journaled},
-                                      {mnesia_frag_slots, add, add_committed},
-                                      {mnesia_frag_slots, add, add_cleanup},
-                                      {mnesia_frag_slots, del, del_copy},
-                                      {mnesia_frag_slots, del, del_verified},
-                                      {mnesia_frag_slots, del, del_committed},
-                                      {mnesia_frag_hash, add, add_journaled},
-                                      {mnesia_frag_hash, del, del_verified}],
+              [case_(Mod, Op, Step, Victim, Copies)
+               || {Mod, Op, Step, Copies} <- [{mnesia_frag_slots, add, add_journaled, 2},
+                                              {mnesia_frag_slots, add, add_committed, 2},
+                                              {mnesia_frag_slots, add, add_cleanup, 2},
+                                              {mnesia_frag_slots, del, del_copy, 2},
+                                              {mnesia_frag_slots, del, del_verified, 2},
+                                              {mnesia_frag_slots, del, del_committed, 2},
+                                              {mnesia_frag_hash, add, add_journaled, 2},
+                                              {mnesia_frag_hash, del, del_verified, 2},
+                                              %% One disc copy per fragment,
+                                              %% spread over both nodes; the
+                                              %% kill right after the call
+                                              %% returns.
+                                              {mnesia_frag_slots, add, returned, 1},
+                                              {mnesia_frag_slots, del, returned, 1},
+                                              {mnesia_frag_hash, add, returned, 1}],
                   Victim <- [self, other]],
               ok
       end}}.
 
-case_(Mod, Op, Step, Victim) ->
-    Id = lists:concat([Mod, "_", Step, "_", Victim, "_", os:getpid()]),
+%% `Step' `returned' kills right after the operation returns, from the
+%% test process, instead of from a hook inside it.
+case_(Mod, Op, Step, Victim, Copies) ->
+    Id = lists:concat([Mod, "_", Op, "_", Step, "_", Victim, "_", Copies, "_", os:getpid()]),
     Dir = filename:join(scratch(), "two_" ++ Id),
     NameA = list_to_atom("fh2a_" ++ integer_to_list(erlang:phash2(Id))),
     NameB = list_to_atom("fh2b_" ++ integer_to_list(erlang:phash2(Id))),
@@ -57,7 +66,7 @@ case_(Mod, Op, Step, Victim) ->
         rpc:call(A, mnesia, create_table,
                  [Tab, [{attributes, [key, val]},
                         {frag_properties, [{n_fragments, 4}, {hash_module, Mod},
-                                           {node_pool, [A, B]}, {n_disc_copies, 2}]}]]),
+                                           {node_pool, [A, B]}, {n_disc_copies, Copies}]}]]),
     ok = rpc:call(A, mnesia, activity,
                   [sync_dirty, fun() -> [mnesia:write({Tab, I, I * 5}) || I <- lists:seq(1, ?RECORDS)],
                                         ok end, [], mnesia_frag]),
@@ -75,8 +84,18 @@ case_(Mod, Op, Step, Victim) ->
                            os:cmd(Kill);
                       (_, _) -> ok
                    end]),
-    Result = rpc:call(A, fraghash_frag, case Op of add -> add_frag; del -> del_frag end,
-                      case Op of add -> [Tab, [A, B]]; del -> [Tab] end, 60000),
+    Call = case Op of
+               add -> fun() -> fraghash_frag:add_frag(Tab, [A, B]) end;
+               del -> fun() -> fraghash_frag:del_frag(Tab) end
+           end,
+    Result = case Step of
+                 returned ->
+                     %% The kill goes out on A the moment the call returns,
+                     %% through a shell started beforehand.
+                     rpc:call(A, ?MODULE, call_then_kill, [Call, Kill], 60000);
+                 _ ->
+                     rpc:call(A, erlang, apply, [Call, []], 60000)
+             end,
     {Dead, DeadName, DeadDir, Alive} =
         case Victim of
             self -> {A, NameA, filename:join(Dir, "a"), B};
@@ -91,7 +110,7 @@ case_(Mod, Op, Step, Victim) ->
                                          [rpc:call(N, mnesia, system_info, [tables]), 30000])})
      || N <- [A, B]],
     [ok = rpc:call(N, fraghash_frag, recover, []) || N <- [Dead, Alive]],
-    Where = {Mod, Op, Step, Victim, Result},
+    Where = {Mod, Op, Step, Victim, Copies, Result},
     report("two nodes: ~w ~w at ~w, killed ~w: returned ~0p~n",
               [Mod, Op, Step, Victim, Result]),
     check_both(Tab, A, B, Where),
@@ -105,6 +124,16 @@ case_(Mod, Op, Step, Victim) ->
          wait_down(N)
      end || N <- [A, B]],
     ok.
+
+%% @doc Runs `Call', then at once the shell command `Kill' through a shell
+%% started before the call; returns what `Call' returned.
+-spec call_then_kill(fun(() -> term()), string()) -> term().
+call_then_kill(Call, Kill) ->
+    Shell = open_port({spawn, "sh"}, [binary]),
+    Result = Call(),
+    true = port_command(Shell, Kill ++ "\n"),
+    timer:sleep(1000),
+    Result.
 
 check_both(Tab, A, B, Where) ->
     [JA, JB] = [rpc:call(N, fraghash_journal, pending, []) || N <- [A, B]],
