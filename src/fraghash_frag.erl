@@ -355,11 +355,12 @@ planned_copies(Tab, Mod, S) ->
 copy_hidden(Tab, Copies, Prev, Dests) ->
     Planned = maps:from_list([{{K, T}, F} || {K, F, T} <- Copies]),
     Gone = [C || {K, _F, T} = C <- Prev, not maps:is_key({K, T}, Planned)],
+    %% What the destination holds under the key goes first: a bag's write
+    %% adds to it, where the copy must be exactly the source's records.
     Copy = fun({K, F, T}) ->
-                   case mnesia:read(F, K, read) of
-                       [R] -> mnesia:write(T, R, write);
-                       [] -> mnesia:delete(T, K, write)
-                   end
+                   ok = mnesia:delete(T, K, write),
+                   lists:foreach(fun(R) -> ok = mnesia:write(T, R, write) end,
+                                 mnesia:read(F, K, read))
            end,
     Remove = fun({K, _F, T}) -> mnesia:delete(T, K, write) end,
     Result = case fraghash_snapshot:local_dets(Dests) of
@@ -382,15 +383,21 @@ copy_hidden(Tab, Copies, Prev, Dests) ->
     end.
 
 %% Inside the schema transaction, under its write locks on every fragment
-%% involved: each move writes a record that is already where it goes, and
-%% there is no other hidden copy.
+%% involved: the moves write, under each key, exactly the records already
+%% there (one for a set; for a bag, one move per record), and there is no
+%% other hidden copy.
 verify_hidden_copies(Moves, Copies) ->
-    Writes = lists:sort([{K, T} || {{T, K}, _, write} <- Moves]),
-    Planned = lists:sort([{K, T} || {K, _F, T} <- Copies]),
-    Same = [ok || {{T, K}, [Rec], write} <- Moves, mnesia:dirty_read(T, K) =:= [Rec]],
-    case Writes =:= Planned andalso length(Same) =:= length(Writes) of
+    Moved = lists:foldl(fun({{T, K}, [Rec], write}, Acc) ->
+                                maps:update_with({K, T}, fun(Rs) -> [Rec | Rs] end, [Rec], Acc);
+                           (_, Acc) ->
+                                Acc
+                        end, #{}, Moves),
+    Planned = lists:usort([{K, T} || {K, _F, T} <- Copies]),
+    Same = [ok || {{K, T}, Recs} <- maps:to_list(Moved),
+                  lists:sort(mnesia:dirty_read(T, K)) =:= lists:sort(Recs)],
+    case lists:sort(maps:keys(Moved)) =:= Planned andalso length(Same) =:= map_size(Moved) of
         true -> ok;
-        false -> mnesia:abort({fraghash, hidden_copies_changed, length(Writes)})
+        false -> mnesia:abort({fraghash, hidden_copies_changed, map_size(Moved)})
     end.
 
 %%% The schema transaction

@@ -48,6 +48,10 @@ disc_safety_test_() ->
                               fun del_gives_up/0}},
                {timeout, ?T, {"one fragment, plain and missing tables: answers with reasons",
                               fun edges/0}}]
+              ++ [{timeout, ?T, {lists:concat([Mod, " ", Copies, ": a bag table grows and shrinks"]),
+                                 fun() -> bag_table(Mod, Copies) end}}
+                  || Mod <- [mnesia_frag_hash, mnesia_frag_slots],
+                     Copies <- [n_disc_copies, n_disc_only_copies]]
               ++ [{timeout, ?T, {lists:concat([Mod, " ", Copies, ": process dies at ",
                                                Op, " step ", Step]),
                                  fun() -> interrupted(Mod, Copies, Op, Step) end}}
@@ -381,4 +385,38 @@ edges() ->
     ?assertMatch({error, {fraghash, no_such_table, _}}, fraghash_frag:info(safety_missing)),
     [{atomic, ok} = mnesia:delete_table(T) || T <- [Tab, safety_edges_plain]],
     ok.
+
+%% A bag table (two records under most keys) through two adds and two
+%% dels: every record stays, once, in the fragment of its key.
+bag_table(Mod, Copies) ->
+    Tab = list_to_atom(lists:concat([safety_bag_, Mod, "_", Copies])),
+    {atomic, ok} = mnesia:create_table(
+                     Tab, [{type, bag}, {attributes, [key, val]},
+                           {frag_properties, [{n_fragments, 3}, {hash_module, Mod},
+                                              {node_pool, [node()]}, {Copies, 1}]}]),
+    Recs = lists:sort([{Tab, K, V} || K <- lists:seq(1, 1000), V <- [K, -K], V =/= 0 orelse K > 0,
+                                      K rem 3 =/= 0 orelse V > 0]),
+    ok = mnesia:activity(transaction, fun() -> lists:foreach(fun mnesia:write/1, Recs) end,
+                         [], mnesia_frag),
+    Check = fun(N) ->
+                    {M, S, N} = fraghash_frag:hash(Tab),
+                    Rows = lists:append(
+                             [[{F, R} || R <- mnesia:dirty_match_object(
+                                                fraghash_frag:frag_name(Tab, F), {Tab, '_', '_'})]
+                              || F <- lists:seq(1, N)]),
+                    ?assertEqual(Recs, lists:sort([R || {_, R} <- Rows])),
+                    ?assertEqual([], [R || {F, {_, K, _} = R} <- Rows,
+                                           M:key_to_frag_number(S, K) =/= F]),
+                    ?assertEqual(none, fraghash_journal:read(Tab))
+            end,
+    Check(3),
+    {atomic, ok} = fraghash_frag:add_frag(Tab, [node()]),
+    Check(4),
+    {atomic, ok} = fraghash_frag:add_frag(Tab, [node()]),
+    Check(5),
+    {atomic, ok} = fraghash_frag:del_frag(Tab),
+    Check(4),
+    {atomic, ok} = fraghash_frag:del_frag(Tab),
+    Check(3),
+    {atomic, ok} = mnesia:delete_table(Tab).
 
