@@ -410,6 +410,17 @@ verify_hidden_copies(Moves, Copies) ->
 %% table is refused; see fraghash_mnesia); `fraghash_relieve', when
 %% `Relieve' is `{Tab, Frag}', makes mnesia_frag_slots split Frag.
 schema_change(Tab, Change, Relieve, Check) ->
+    case schema_transaction(Tab, Change, Relieve, Check) of
+        %% A step of `Check' that raised (Mnesia gives the error and its
+        %% stack): nothing was applied.
+        {aborted, {Reason, [{M, F, A, _} | _] = Stack}} when is_atom(M), is_atom(F),
+                                                             (is_list(A) orelse is_integer(A)) ->
+            {aborted, {fraghash, interrupted, interrupted(Tab, Reason, Stack)}};
+        Result ->
+            Result
+    end.
+
+schema_transaction(Tab, Change, Relieve, Check) ->
     mnesia_schema:schema_transaction(
       fun() ->
               TidTs = mnesia_schema:get_tid_ts_and_lock(schema, write),
@@ -491,10 +502,24 @@ serialized(Tab, Fun) ->
             global:trans({{?MODULE, Tab}, self()},
                          fun() ->
                                  try Fun()
-                                 catch exit:{aborted, Reason} -> {aborted, Reason}
+                                 catch
+                                     exit:{aborted, Reason} ->
+                                         {aborted, Reason};
+                                     error:Reason:Stack ->
+                                         %% A step failed part way (a write or
+                                         %% a sync that failed: a full disc, a
+                                         %% node gone): its journal entry, if
+                                         %% it wrote one, stays for recovery.
+                                         {aborted, {fraghash, interrupted, interrupted(Tab, Reason, Stack)}}
                                  end
                          end)
     end.
+
+interrupted(Tab, Reason, [{M, F, A, _} | _]) ->
+    lists:flatten(
+      io_lib:format("the operation on ~s stopped part way (~0tp in ~s:~s/~b): fix the cause, "
+                    "then fraghash_frag:recover/0 finishes or undoes what it began",
+                    [Tab, Reason, M, F, case A of _ when is_list(A) -> length(A); _ -> A end])).
 
 %%% What a table looks like
 

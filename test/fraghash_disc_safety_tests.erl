@@ -48,6 +48,11 @@ disc_safety_test_() ->
                               fun del_gives_up/0}},
                {timeout, ?T, {"one fragment, plain and missing tables: answers with reasons",
                               fun edges/0}}]
+              ++ [{timeout, ?T, {lists:concat(["a step that fails at ", Step,
+                                               " returns a reason, and recovery finishes"]),
+                                 fun() -> step_fails(Op, Step) end}}
+                  || {Op, Step} <- [{add, add_journaled}, {add, add_committed},
+                                    {del, del_copy}, {del, del_committed}]]
               ++ [{timeout, ?T, {lists:concat([Mod, " ", Copies, ": a bag table grows and shrinks"]),
                                  fun() -> bag_table(Mod, Copies) end}}
                   || Mod <- [mnesia_frag_hash, mnesia_frag_slots],
@@ -418,5 +423,30 @@ bag_table(Mod, Copies) ->
     Check(4),
     {atomic, ok} = fraghash_frag:del_frag(Tab),
     Check(3),
+    {atomic, ok} = mnesia:delete_table(Tab).
+
+%% A step that raises (as a write into a full disc does) makes the call
+%% return `{aborted, {fraghash, interrupted, Text}}' instead of raising;
+%% recovery then leaves every record once, in its fragment, with its value,
+%% and the operation runs again.
+step_fails(Op, Step) ->
+    Tab = list_to_atom(lists:concat([safety_fails_, Op, "_", Step])),
+    ok = create(Tab, mnesia_frag_slots, n_disc_copies),
+    {atomic, ok} = fraghash_frag:add_frag(Tab, [node()]),
+    ok = fraghash_frag:set_step_hook(
+           fun(T, S) when T =:= Tab, S =:= Step -> error({badmatch, {error, enospc}});
+              (_, _) -> ok
+           end),
+    Result = try run(Tab, Op) after ok = fraghash_frag:set_step_hook(undefined) end,
+    ?assertMatch({aborted, {fraghash, interrupted, _}}, Result),
+    {aborted, {fraghash, interrupted, Text}} = Result,
+    ?assertNotEqual(nomatch, string:find(Text, "fraghash_frag:recover/0")),
+    ?assertEqual(ok, fraghash_frag:recover()),
+    ?assertEqual(none, fraghash_journal:read(Tab)),
+    {_, _, N} = fraghash_frag:hash(Tab),
+    check(Tab, N),
+    {atomic, ok} = run(Tab, Op),
+    {_, _, N2} = fraghash_frag:hash(Tab),
+    check(Tab, N2),
     {atomic, ok} = mnesia:delete_table(Tab).
 
