@@ -69,9 +69,12 @@ recover_branch(Tab, Entry) ->
                        entry => maps:without([moves, copies], Entry)}}}
     end.
 
-%% @doc After a committed add_frag, at recovery: every moved record is in
-%% the new fragment; its copy left in the old one (Mnesia's delete, which
-%% may not have reached disc) is deleted by an ordinary transaction.
+%% @doc After a committed add_frag, at recovery: each moved record's copy
+%% left in the old fragment (Mnesia's delete, which may not have reached
+%% disc) goes, by an ordinary transaction. Its copy in the new fragment is
+%% checked first: where that is missing (Mnesia's dumper stopped part way
+%% through the commit, by a full disc), the old fragment's copy is the last
+%% one, and it is moved there instead of deleted.
 -spec finish_add(atom(), map()) -> ok.
 finish_add(Tab, Entry) ->
     finish_add(Tab, Entry, recovery).
@@ -103,7 +106,7 @@ finish_add(Tab, #{op := add, n := N, moves := Moves} = Entry, When) ->
     Left = [M || {_K, From, _To, _Rec} = M <- Moves, From =/= none],
     ok = case When of
              {after_commit, _} -> settle_moved(Tab, Left);
-             recovery -> delete_stale(Tab, [{K, From} || {K, From, _To, _Rec} <- Left])
+             recovery -> move_stale(Tab, [{K, From} || {K, From, _To, _Rec} <- Left])
          end,
     %% Entries written before the donors were journaled name them by moves.
     Donors = maps:get(donors, Entry, lists:usort([F || {_K, F, _To, _Rec} <- Left])),
@@ -239,6 +242,16 @@ rollback(Tab, #{n := N} = Entry, N, Orphan) ->
     ok = durable(Tab, N),
     ok = fraghash_snapshot:discard(Tab),
     fraghash_journal:delete(Tab).
+
+%% Moves each {Key, Fragment} that the hash module routes elsewhere to
+%% where it routes, unless that fragment holds the key already; deletes it
+%% from Fragment in either case (fraghash_frag:move_misplaced/1).
+move_stale(Tab, Items) ->
+    {Mod, S, _N} = hash(Tab),
+    Stale = [{F, To, K} || {K, F} <- Items,
+                           To <- [frag_name(Tab, Mod:key_to_frag_number(S, K))], To =/= F],
+    {atomic, ok} = fraghash_frag:move_misplaced(Stale),
+    ok.
 
 %% Deletes each {Key, Fragment} still there that the hash module routes
 %% elsewhere.
