@@ -55,7 +55,12 @@ write_from_other_process(Tab, Entry) ->
     {Pid, Ref} = spawn_monitor(fun() -> exit({journal_written, write(Tab, Entry)}) end),
     receive
         {'DOWN', Ref, process, Pid, {journal_written, ok}} -> ok;
-        {'DOWN', Ref, process, Pid, Other} -> mnesia:abort({fraghash_journal_failed, Other})
+        {'DOWN', Ref, process, Pid, Other} ->
+            mnesia:abort({fraghash, journal_write_failed,
+                          lists:flatten(
+                            io_lib:format("could not write ~s's journal entry (~0tp): make room "
+                                          "on the disc of every node holding the journal, then "
+                                          "run the operation again", [Tab, Other]))})
     end.
 
 %% @doc The entry of `Tab'; `none' when there is none; `stale' when it
