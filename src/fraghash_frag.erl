@@ -510,7 +510,8 @@ serialized(Tab, Fun) ->
                                          %% a sync that failed: a full disc, a
                                          %% node gone): its journal entry, if
                                          %% it wrote one, stays for recovery.
-                                         {aborted, {fraghash, interrupted, interrupted(Tab, Reason, Stack)}}
+                                         {aborted, {fraghash, interrupted,
+                                                    interrupted(Tab, Reason, Stack)}}
                                  end
                          end)
     end.

@@ -61,7 +61,8 @@ init_state(Scheme, Tab, State) ->
 
 %% A new table's state: `N' fragments, perfectly balanced.
 fresh(Scheme, Tab, Opts, N) ->
-    {D, B} = fraghash_nif:call(fun() -> fraghash_nif:fresh_state(spec(Scheme, Opts), N, weights(N, Opts)) end),
+    {D, B} = fraghash_nif:call(
+               fun() -> fraghash_nif:fresh_state(spec(Scheme, Opts), N, weights(N, Opts)) end),
     #fraghash_state{scheme = Scheme, table = Tab, n = N, opts = Opts, digest = D, bytes = B}.
 
 %% The state of fragment `N' of a table being created that follows
@@ -104,7 +105,8 @@ add_decoded(Scheme, #fraghash_state{scheme = Scheme, table = Tab, n = N, opts = 
         true ->
             %% Every fragment is empty: none can lose records.
             New = case Opts of
-                      [{master, M} | Own] -> creating_as(master_state(Scheme, Tab, M, Own), Tab, N1);
+                      [{master, M} | Own] ->
+                          creating_as(master_state(Scheme, Tab, M, Own), Tab, N1);
                       _ -> fresh(Scheme, Tab, Opts, N1)
                   end,
             {encode(New), [], [N1]};
@@ -320,7 +322,8 @@ info(State) ->
 -spec encode(#fraghash_state{}) -> fraghash_state:encoded().
 encode(#fraghash_state{digest = D, bytes = B} = S) ->
     ok = fraghash_nif:built_dir(),
-    Inline = fraghash_nif:call(fun() -> fraghash_nif:inline_table(D, B, ?FRAGHASH_INLINE_MAX_BYTES) end),
+    Inline = fraghash_nif:call(
+               fun() -> fraghash_nif:inline_table(D, B, ?FRAGHASH_INLINE_MAX_BYTES) end),
     fraghash_state:encode(S, Inline).
 
 %% @doc The hash module of a scheme.
@@ -403,7 +406,8 @@ bad_option(Scheme, O) ->
     mnesia:abort({bad_hash_state, module_of(Scheme),
                   {bad_option, O, {valid, valid_options(Scheme)}}}).
 
-valid_options(slots) -> ["{donors, pos_integer() | all}", "{weights, [pos_integer()]}", "{master, atom()}"];
+valid_options(slots) ->
+    ["{donors, pos_integer() | all}", "{weights, [pos_integer()]}", "{master, atom()}"];
 valid_options(chash) -> ["{points, 1..10000}", "{master, atom()}"];
 valid_options(_) -> ["{master, atom()}"].
 
