@@ -21,7 +21,8 @@
 %% the state started as, then its add_frags and del_frags; a few dozen
 %% bytes).
 %%
-%% `Kind' says where a lookup finds the fragment of a hash:
+%% `Kind' says where a lookup finds the fragment of a hash; each scheme
+%% has one kind, and a state of another is refused as damaged:
 %% <ul>
 %% <li>slot words (4), `slots': in the state itself. `Words' are the
 %% 64-bit words of the NIF's `lookup_slot_words' layout, then its overflow
@@ -33,16 +34,17 @@
 %% finds its bucket and slot offset by multiplication and unpacks the word
 %% with literal shifts, which the JIT inlines (a shift by a count read from
 %% the state it does not); only a bucket where three or more segments
-%% start reads an overflow record. Chosen while the words take at most
-%% ?FRAGHASH_INLINE_MAX_BYTES (a new table of up to 4,096 fragments) and
-%% the owners and buckets fit those widths; else the lookup is
-%% published.</li>
-%% <li>words (1), `chash': in the state itself, the 32-bit words of the
-%% NIF's `lookup_words' layout, two buckets per segment, `A' their shift
-%% and `Z' their byte offset in the state: a lookup reads one word (two
-%% where a segment starts inside its bucket). Chosen while the words take
-%% at most ?FRAGHASH_INLINE_MAX_BYTES: a 100-point ring of up to 40
-%% fragments.</li>
+%% start reads an overflow record. The owner field holds fragments up to
+%% 8,191: a `slots' table grows no further. The words aim at 64 KiB (a new
+%% table of 4,096 fragments); larger tables take fewer buckets with more
+%% overflow records.</li>
+%% <li>low bits (2), `linear': `Mask' (`A') and `Half' (`Z'): no
+%% table.</li>
+%% <li>none (0), `chash' and `jump': in the lookup published under `Key'
+%% (a persistent term, see `fraghash_lookup'), whose value repeats
+%% `Check'. A ring's 32-bit words (the NIF's `lookup_words' layout,
+%% `points' segments per fragment) are too many to copy with every state;
+%% jump's published value names the digest the NIF's `locate' takes.</li>
 %% </ul>
 %% A state over 64 bytes is reference-counted, so Mnesia's copy is a
 %% pointer, but it adds the binary's size to the copying process's binary
@@ -50,20 +52,12 @@
 %% a pure-Erlang lookup in states of several sizes): 1,000 bytes cost
 %% nothing measurable against 132 at 50 fragments, nor 16,000 bytes at 400
 %% fragments.
-%% <ul>
-%% <li>low bits (2): linear's `Mask' (`A') and `Half' (`Z'): no table.</li>
-%% <li>none (0): in the lookup published under `Key' (a persistent term,
-%% see `fraghash_lookup'), whose value repeats `Check': for jump, and for
-%% tables whose words would be larger.</li>
-%% </ul>
 
 -define(FRAGHASH_STATE_LAYOUT, 1).
 -define(FRAGHASH_STATE_HEAD_BYTES, 33).
 -define(FRAGHASH_INLINE_NONE, 0).
--define(FRAGHASH_INLINE_WORDS, 1).
 -define(FRAGHASH_INLINE_LOW_BITS, 2).
 -define(FRAGHASH_INLINE_SLOT_WORDS, 4).
--define(FRAGHASH_INLINE_MAX_BYTES, 65536).
 
 %% A state, decoded (cold paths only: add_frag, del_frag, publishing, info).
 %% `digest' is the xxh3-128 digest of `bytes', the recipe, which is what the

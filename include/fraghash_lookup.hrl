@@ -2,24 +2,23 @@
 %% (see fraghash_callbacks.hrl) so that a lookup is one local call, and
 %% into `fraghash_lookup'. Needs fraghash.hrl.
 %%
-%% No NIF call for slots, chash and linear. The NIF built the state's
-%% lookup once, from the core's scheme, and it is read where it lies:
+%% One route per scheme, no NIF call but for jump. The NIF built the
+%% state's lookup once, from the core's scheme, and it is read where it
+%% lies:
 %% <ul>
-%% <li>in the state itself, which Mnesia has just copied for this call
-%% (linear's two parameters, or the words of a table that fits in
-%% ?FRAGHASH_INLINE_MAX_BYTES): one word read, nothing else touched (a
-%% `slots' word names up to two segment starts inside its bucket, so only
-%% a bucket where three start reads an overflow record);</li>
-%% <li>else in the persistent term published under the state's `Key' (a
-%% small integer; `fraghash_lookup' publishes it on the first lookup of the
-%% state on the node): `persistent_term:get/2', then a shift and one
-%% `element/2' of a tuple of buckets (a little arithmetic where two owners
-%% meet inside a bucket, a short scan where more do), or one word of a
-%% binary for a ring of many points. The value repeats the state's `Check',
-%% matched here, so a value published for another state (or another
-%% application's term under the same key) is never read as this state's.
-%% Jump's answer comes from 64-bit mixing that Erlang would do in bignums:
-%% its published value names the digest the NIF's `locate' takes.</li>
+%% <li>slots, linear: in the state itself, which Mnesia has just copied for
+%% this call (a slots word, read with literal shifts, names up to two
+%% segment starts inside its bucket, so only a bucket where three start
+%% reads an overflow record; linear's two parameters);</li>
+%% <li>chash, jump: in the persistent term published under the state's
+%% `Key' (a small integer; `fraghash_lookup' publishes it on the first
+%% lookup of the state on the node): `persistent_term:get/2', then one
+%% 32-bit word of the ring's binary (two where a segment starts inside the
+%% bucket), or for jump the digest the NIF's `locate' takes (its answer
+%% comes from 64-bit mixing that Erlang would do in bignums). The value
+%% repeats the state's `Check', matched here, so a value published for
+%% another state (or another application's term under the same key) is
+%% never read as this state's.</li>
 %% </ul>
 
 %% The fragment (1-based) of hash `H' in state `S': O(1) at any fragment
@@ -50,13 +49,6 @@ fraghash_locate(S, H) ->
                 true ->
                     fraghash_slot_overflow(S, Off + (((Hi band 16#3FFFFFF) bsl 32) bor Lo), H)
             end;
-        <<"fh", 1, _:8, _:128, _:32, ?FRAGHASH_INLINE_WORDS, Shift:32, Off:32, _/binary>> ->
-            P = Off + ((H bsr Shift) bsl 2),
-            <<_:P/binary, E:32, _/binary>> = S,
-            if
-                E < 16#80000000 -> E;
-                true -> fraghash_word_owner(E, P, H, Shift, Off, S)
-            end;
         <<"fh", 1, _:8, _:128, N:32, ?FRAGHASH_INLINE_LOW_BITS, Mask:32, Half:32, _/binary>> ->
             case H band Mask of
                 A when A >= N -> A - Half + 1;
@@ -64,19 +56,12 @@ fraghash_locate(S, H) ->
             end;
         <<"fh", 1, _:8, K:64, C:64, _/binary>> ->
             case persistent_term:get(K, miss) of
-                {fraghash_ranges, C, Shift, OffMask, W, W2, OMask, Buckets, _, _} ->
-                    case element((H bsr Shift) + 1, Buckets) of
-                        Frag when is_integer(Frag), Frag > 0 -> Frag;
-                        Packed when is_integer(Packed) ->
-                            fraghash_packed_owner(-Packed, H, OffMask, W, W2, OMask);
-                        Split -> fraghash_split_owner(Split, H, 2)
-                    end;
                 {fraghash_words, C, Shift, Words, _, _} ->
                     P = (H bsr Shift) bsl 2,
                     <<_:P/binary, E:32, _/binary>> = Words,
                     if
                         E < 16#80000000 -> E;
-                        true -> fraghash_word_owner(E, P, H, Shift, 0, Words)
+                        true -> fraghash_word_owner(E, P, H, Shift, Words)
                     end;
                 {fraghash_nif, C, D, _, _} ->
                     case fraghash_nif:locate(D, H) of
@@ -97,48 +82,33 @@ fraghash_slot_overflow(S, J, H) ->
     <<_:J/binary, Owner0:32, K:32, Pairs/binary>> = S,
     fraghash_word_scan(Pairs, K, H, Owner0).
 
-%% A bucket of two owners: `Owner0 + (Owner1 bsl W) + (Offset bsl 2W)',
-%% `Owner1' from `Offset' into the bucket on.
-fraghash_packed_owner(P, H, OffMask, W, W2, OMask) ->
-    case H band OffMask >= P bsr W2 of
-        true -> (P bsr W) band OMask;
-        false -> P band OMask
-    end.
-
-%% A bucket where more owners meet: `{Owner0, Start1, Owner1, ...}', starts
-%% ascending; the owner of the last start at or below `H'.
-fraghash_split_owner(Split, H, I) when I < tuple_size(Split), element(I, Split) =< H ->
-    fraghash_split_owner(Split, H, I + 2);
-fraghash_split_owner(Split, _H, I) ->
-    element(I - 1, Split).
-
-%% A bucket word past the first kind (see the NIF's lookup_words module),
-%% `E' at byte `P' of `Bin', in words that begin at byte `Base': one
-%% segment start inside the bucket, whose owner is the next bucket's first
-%% owner, or an overflow record of several.
-fraghash_word_owner(E, P, H, Shift, Base, Bin) when E < 16#C0000000 ->
+%% A ring's bucket word past the first kind (see the NIF's lookup_words
+%% module), `E' at byte `P' of `Words': one segment start inside the
+%% bucket, whose owner is the next bucket's first owner, or an overflow
+%% record of several.
+fraghash_word_owner(E, P, H, Shift, Words) when E < 16#C0000000 ->
     OBits = 30 - Shift,
     OffMask = (1 bsl Shift) - 1,
     case H band OffMask >= (E bsr OBits) band OffMask of
         true ->
             P1 = P + 4,
-            <<_:P1/binary, E1:32, _/binary>> = Bin,
-            fraghash_word_first_owner(E1, OBits, Base, Bin);
+            <<_:P1/binary, E1:32, _/binary>> = Words,
+            fraghash_word_first_owner(E1, OBits, Words);
         false ->
             E band ((1 bsl OBits) - 1)
     end;
-fraghash_word_owner(E, _P, H, _Shift, Base, Bin) ->
-    J = Base + ((E band 16#3FFFFFFF) bsl 2),
-    <<_:J/binary, Owner0:32, K:32, Pairs/binary>> = Bin,
+fraghash_word_owner(E, _P, H, _Shift, Words) ->
+    J = (E band 16#3FFFFFFF) bsl 2,
+    <<_:J/binary, Owner0:32, K:32, Pairs/binary>> = Words,
     fraghash_word_scan(Pairs, K, H, Owner0).
 
 %% The owner at a bucket's first hash, from its word.
-fraghash_word_first_owner(E, _OBits, _Base, _Bin) when E < 16#80000000 -> E;
-fraghash_word_first_owner(E, OBits, _Base, _Bin) when E < 16#C0000000 ->
+fraghash_word_first_owner(E, _OBits, _Words) when E < 16#80000000 -> E;
+fraghash_word_first_owner(E, OBits, _Words) when E < 16#C0000000 ->
     E band ((1 bsl OBits) - 1);
-fraghash_word_first_owner(E, _OBits, Base, Bin) ->
-    J = Base + ((E band 16#3FFFFFFF) bsl 2),
-    <<_:J/binary, Owner0:32, _/binary>> = Bin,
+fraghash_word_first_owner(E, _OBits, Words) ->
+    J = (E band 16#3FFFFFFF) bsl 2,
+    <<_:J/binary, Owner0:32, _/binary>> = Words,
     Owner0.
 
 %% The owner of the last of `K' `(Start, Owner)' pairs whose start is at or

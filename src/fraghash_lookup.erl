@@ -1,21 +1,17 @@
-%% @doc Published lookups: how a fraghash hash module answers
-%% `key_to_frag_number' without a NIF call for a state too large to carry
-%% its own lookup.
+%% @doc Published lookups: how `mnesia_frag_chash' and `mnesia_frag_jump'
+%% answer `key_to_frag_number' (the states of `slots' and `linear' carry
+%% their lookup, see `include/fraghash.hrl').
 %%
-%% A state's lookup table (built by the NIF from the core's scheme, see
-%% `fraghash_nif:lookup_table/2') is published as the persistent term
-%% keyed by the state's `Key' (a small integer from its digest, see
+%% A state's lookup is published as the persistent term keyed by the
+%% state's `Key' (a small integer from its digest, see
 %% `include/fraghash.hrl') by the first lookup that misses it on this node,
-%% never per operation. The value is the table in the form the hot path
+%% never per operation. The value is what the hot path
 %% (`include/fraghash_lookup.hrl') reads, led by the state's `Check' and
-%% followed by the table name and the publishing time:
-%% `{fraghash_ranges, Check, Shift, OffMask, W, 2W, OwnerMask, Buckets,
-%% Table, Published}' (slots, chash), `{fraghash_words, Check, Shift,
-%% Words, Table, Published}' (chash of many points: 32-bit words in a
-%% binary) or `{fraghash_nif, Check, Digest, Table, Published}' (jump: the
-%% NIF answers). States whose lookup fits in the state itself (linear's,
-%% and the words of small slots and chash tables, see
-%% `include/fraghash.hrl') are never published.
+%% followed by the table name and the publishing time: `{fraghash_words,
+%% Check, Shift, Words, Table, Published}' for a ring (32-bit words in a
+%% binary, built by `fraghash_nif:lookup_table/2' from the core's scheme),
+%% `{fraghash_nif, Check, Digest, Table, Published}' for jump (the NIF
+%% answers).
 %%
 %% Replacing or erasing a persistent term makes the VM scan every
 %% process's heap, so publishing is rare and bounded:
@@ -47,7 +43,7 @@
 -define(KEEP_PER_TABLE, 2).
 -define(STALE_MS, 60000).
 -define(PUBLISHER, fraghash_lookup_publisher).
--define(TAGS, [fraghash_ranges, fraghash_words, fraghash_nif]).
+-define(TAGS, [fraghash_words, fraghash_nif]).
 
 -include("fraghash_lookup.hrl").
 
@@ -104,14 +100,11 @@ publish(#fraghash_state{table = T, digest = D, bytes = B}) ->
             ok = fraghash_nif:built_dir(),
             Now = erlang:monotonic_time(millisecond),
             Value = case fraghash_nif:call(fun() -> fraghash_nif:lookup_table(D, B) end) of
-                        {ranges, Shift, W, Buckets} ->
-                            {fraghash_ranges, C, Shift, (1 bsl Shift) - 1, W, 2 * W,
-                             (1 bsl W) - 1, Buckets, T, Now};
                         {words, Shift, Words} ->
                             {fraghash_words, C, Shift, Words, T, Now};
-                        _NoTable ->
-                            %% jump (linear states carry their lookup and
-                            %% are not published).
+                        none ->
+                            %% jump; or a state whose kind the hot path
+                            %% did not read, which the NIF still answers.
                             {fraghash_nif, C, D, T, Now}
                     end,
             ok = persistent_term:put(K, Value),

@@ -316,14 +316,12 @@ info(State) ->
     #fraghash_state{opts = Opts, digest = D, bytes = B} = fraghash_state:decode_or_abort(State),
     maps:put(opts, Opts, fraghash_nif:call(fun() -> fraghash_nif:info(D, B) end)).
 
-%% @doc The binary Mnesia holds for a decoded state: the state carries its
-%% own lookup when that takes at most ?FRAGHASH_INLINE_MAX_BYTES (see
-%% `include/fraghash.hrl').
+%% @doc The binary Mnesia holds for a decoded state, with the lookup its
+%% scheme carries (see `include/fraghash.hrl').
 -spec encode(#fraghash_state{}) -> fraghash_state:encoded().
 encode(#fraghash_state{digest = D, bytes = B} = S) ->
     ok = fraghash_nif:built_dir(),
-    Inline = fraghash_nif:call(
-               fun() -> fraghash_nif:inline_table(D, B, ?FRAGHASH_INLINE_MAX_BYTES) end),
+    Inline = fraghash_nif:call(fun() -> fraghash_nif:inline_table(D, B) end),
     fraghash_state:encode(S, Inline).
 
 %% @doc The hash module of a scheme.

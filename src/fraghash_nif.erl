@@ -23,7 +23,7 @@
 
 -export([fresh_state/3, locate/2, load_locate/3, add_frag/4, split_frag/3, del_frag/2,
          info/2, cache_stats/0, digest/1, set_built_dir/1, lookup_table/2,
-         inline_table/3]).
+         inline_table/2]).
 -export([load_status/0, call/1, built_dir/0]).
 
 -on_load(init/0).
@@ -36,12 +36,10 @@
 -type source() :: env_fraghash_nif_dir | application_priv_dir | beside_ebin.
 -type tried() :: [{source(), file:filename(),
                    not_found | {load_failed, atom(), string()}}].
--type lookup_table() :: {ranges, 0..32, pos_integer(), tuple()}
-                      | {words, 12..29, binary()}
-                      | {low_bits, non_neg_integer(), pos_integer(), pos_integer()}
-                      | none.
-%% What a hash state carries of its own lookup (`inline_table/3').
--type inline() :: none | {words, 0..29, binary()} | {slot_words, non_neg_integer(), binary()}
+%% What `fraghash_lookup' publishes for a state (`lookup_table/2').
+-type lookup_table() :: {words, 0..29, binary()} | none.
+%% What a hash state carries of its own lookup (`inline_table/2').
+-type inline() :: none | {slot_words, non_neg_integer(), binary()}
                 | {low_bits, non_neg_integer(), pos_integer(), pos_integer()}.
 -export_type([digest/0, change/0, source/0, tried/0, lookup_table/0, inline/0]).
 
@@ -172,28 +170,22 @@ cache_stats() -> ?NIF.
 digest(_Bytes) -> ?NIF.
 
 
-%% @doc What Erlang reads instead of calling {@link locate/2} for a state,
-%% built from the core's scheme: `{ranges, Shift, W, Buckets}' for slots and
-%% ring (the owner of `H' is element `(H bsr Shift) + 1' of `Buckets' when
-%% that is an integer; a tuple `{Owner0, Start1, Owner1, ...}' when owners
-%% change inside the bucket: the owner of the last start at or below `H'),
-%% `{words, Shift, Words}' for a ring of many points (32-bit words, see the
-%% crate's `lookup_words' module), `{low_bits, Mask, Half, N}' for linear,
-%% `none' for jump. O(table), dirty
-%% CPU.
+%% @doc The lookup `fraghash_lookup' publishes for a state, built from the
+%% core's scheme: `{words, Shift, Words}' for a ring (32-bit words, see the
+%% crate's `lookup_words' module); `none' for the other schemes (jump is
+%% answered by {@link locate/2}; slots and linear states carry their
+%% lookup, see {@link inline_table/2}). O(table), dirty CPU.
 -spec lookup_table(digest(), binary()) -> lookup_table().
 lookup_table(_Digest, _Bytes) -> ?NIF.
 
-%% @doc The lookup a hash state carries inside itself, when it takes at
-%% most `MaxBytes': `{slot_words, Params, Words}' for slots (64-bit
-%% words with fields at fixed widths, see the crate's `lookup_slot_words'
-%% module; `none' for a table whose owners or buckets do not fit them);
-%% `{words, Shift, Words}' (32-bit words, two buckets per
-%% segment, see its `lookup_words' module) for ring; `{low_bits, Mask,
-%% Half, N}' for linear; `none' for jump or a larger table. O(table), dirty
-%% CPU.
--spec inline_table(digest(), binary(), non_neg_integer()) -> inline().
-inline_table(_Digest, _Bytes, _MaxBytes) -> ?NIF.
+%% @doc The lookup a hash state carries inside itself: `{slot_words, Params,
+%% Words}' for slots (64-bit words with fields at fixed widths, see the
+%% crate's `lookup_slot_words' module), `{low_bits, Mask, Half, N}' for
+%% linear, `none' for ring and jump (nothing is built for them). A slots
+%% table of more than 8,191 fragments raises `too_many_fragments'.
+%% O(table), dirty CPU.
+-spec inline_table(digest(), binary()) -> inline().
+inline_table(_Digest, _Bytes) -> ?NIF.
 
 %%% The Erlang side of the calls
 

@@ -11,7 +11,6 @@
 -export([encode/2, decode/1, decode_or_abort/1, digest_mismatch/0, key_of_digest/1]).
 
 -type encoded() :: binary().
-%% What a state carries of its own lookup (`fraghash_nif:inline_table/3').
 -export_type([encoded/0]).
 
 %% @doc The binary Mnesia holds for a decoded state and the lookup it
@@ -36,15 +35,13 @@ encode(#fraghash_state{scheme = Scheme, table = Tab, n = N, opts = Opts, digest 
             <<(Head(?FRAGHASH_INLINE_NONE, 0, 0))/binary, Body/binary>>;
         {low_bits, Mask, Half, N} ->
             <<(Head(?FRAGHASH_INLINE_LOW_BITS, Mask, Half))/binary, Body/binary>>;
-        {Form, A, Words} ->
-            %% Words after the body; `A' is the form's parameter (a shift,
-            %% or the slot-word layout's numbers), `Z' the words' offset.
+        {slot_words, Params, Words} ->
+            %% Words after the body; `A' is the layout's numbers, `Z' the
+            %% words' offset.
             Off = ?FRAGHASH_STATE_HEAD_BYTES + byte_size(Body),
-            <<(Head(words_kind(Form), A, Off))/binary, Body/binary, Words/binary>>
+            <<(Head(?FRAGHASH_INLINE_SLOT_WORDS, Params, Off))/binary, Body/binary,
+              Words/binary>>
     end.
-
-words_kind(words) -> ?FRAGHASH_INLINE_WORDS;
-words_kind(slot_words) -> ?FRAGHASH_INLINE_SLOT_WORDS.
 
 %% @doc The decoded form of a state: `{ok, State}', or `{error, Why}' when
 %% the term is not a fraghash hash state or is damaged. Needs the NIF (for
@@ -53,14 +50,19 @@ words_kind(slot_words) -> ?FRAGHASH_INLINE_SLOT_WORDS.
 decode(<<"fh", ?FRAGHASH_STATE_LAYOUT, Code:8, Key:64, Check:64, N:32, Kind:8, _A:32, Z:32,
          TabLen:16, TabBin:TabLen/binary, OptsLen:16, OptsBin:OptsLen/binary,
          BLen:32, B:BLen/binary, Inline/binary>> = S) when N >= 1 ->
+    %% Words follow the body exactly where the head says; other kinds
+    %% carry none.
     InlineOk = case Kind of
-                   _ when Kind =:= ?FRAGHASH_INLINE_WORDS; Kind =:= ?FRAGHASH_INLINE_SLOT_WORDS ->
-                       Z =:= byte_size(S) - byte_size(Inline);
-                   _ ->
-                       Inline =:= <<>>
+                   ?FRAGHASH_INLINE_SLOT_WORDS -> Z =:= byte_size(S) - byte_size(Inline);
+                   _ -> Inline =:= <<>>
                end,
     case {scheme(Code), opts(OptsBin), InlineOk} of
-        {{ok, Scheme}, {ok, Opts}, true} ->
+        {{ok, Scheme}, {ok, Opts}, true} when Kind =:= ?FRAGHASH_INLINE_NONE,
+                                              Scheme =:= chash orelse Scheme =:= jump;
+                                              Kind =:= ?FRAGHASH_INLINE_SLOT_WORDS,
+                                              Scheme =:= slots;
+                                              Kind =:= ?FRAGHASH_INLINE_LOW_BITS,
+                                              Scheme =:= linear ->
             D = fraghash_nif:digest(B),
             case key_of_digest(D) of
                 {Key, Check} ->

@@ -110,8 +110,9 @@ core(D, B, H) ->
     end.
 
 %% The hashes to check: both ends of every slot (slots); the first and last
-%% hash of every bucket of the lookup, carried or published, and both sides
-%% of every point inside a bucket where the owner changes (slots, chash);
+%% hash of every bucket of the lookup, carried (slots) or published
+%% (chash), and both sides of every point inside a bucket where the owner
+%% changes;
 %% the low hashes where linear's two branches meet; and ?RANDOM
 %% pseudo-random ones (fixed seed).
 probes(#fraghash_state{scheme = Scheme, digest = D}, S) ->
@@ -128,9 +129,6 @@ probes(#fraghash_state{scheme = Scheme, digest = D}, S) ->
                     []
             end,
     Table = case S of
-                <<"fh", 1, _:8, _:128, _:32, ?FRAGHASH_INLINE_WORDS, Shift1:32, Off:32,
-                  _/binary>> ->
-                    word_probes(Shift1, Off, S);
                 <<"fh", 1, _:8, _:128, _:32, ?FRAGHASH_INLINE_SLOT_WORDS, Buckets:16,
                   PerBucket:16, Off:32, _/binary>> ->
                     slot_word_probes(Buckets, PerBucket, Off, S);
@@ -139,8 +137,6 @@ probes(#fraghash_state{scheme = Scheme, digest = D}, S) ->
                     lists:seq(0, 4 * max(Half, Nl));
                 _ ->
                     case persistent_term:get(K, miss) of
-                        {fraghash_ranges, Check, Shift2, OffMask, _W, W2, _OMask, Buckets, _, _} ->
-                            bucket_probes(Buckets, Shift2, OffMask, W2);
                         {fraghash_words, Check, Shift2, Words, _, _} ->
                             word_probes(Shift2, 0, Words);
                         _ ->
@@ -148,18 +144,6 @@ probes(#fraghash_state{scheme = Scheme, digest = D}, S) ->
                     end
             end,
     Random ++ Slots ++ Table.
-
-bucket_probes(Buckets, Shift, OffMask, W2) ->
-    lists:append(
-      [begin
-           First = (I - 1) bsl Shift,
-           Inside = case element(I, Buckets) of
-                        E when is_integer(E), E > 0 -> [];
-                        P when is_integer(P) -> [First + ((-P) bsr W2)];
-                        Split -> [element(J, Split) || J <- lists:seq(2, tuple_size(Split), 2)]
-                    end,
-           [First, First + OffMask | lists:append([[X - 1, X] || X <- Inside])]
-       end || I <- lists:seq(1, tuple_size(Buckets))]).
 
 %% The first and last hash of every bucket of a word lookup (words from
 %% byte `Base' of `Bin'), and both sides of every segment start inside one
@@ -206,15 +190,14 @@ slot_word_probes(Buckets, PerBucket, Base, Bin) ->
            [First, First + Size - 1 | lists:append([[X - 1, X] || X <- Inside])]
        end || {I, E} <- lists:zip(lists:seq(0, Buckets - 1), [E || <<E:64>> <= Words])]).
 
-%% Rings too large for the state to carry their lookup: 100 fragments
-%% (10,000 points) are looked up in a published tuple of buckets, 400
-%% (40,000 points) in published 32-bit words; each checked fresh, after an
-%% add (records moving) and after two removals.
+%% Rings of 100 fragments (10,000 points) and 400 (40,000 points), looked
+%% up in their published 32-bit words: each checked fresh, after an add
+%% (records moving) and after two removals.
 many_points() ->
-    many_points(lookup_points_100, 100, fraghash_ranges),
-    many_points(lookup_points_400, 400, fraghash_words).
+    many_points(lookup_points_100, 100),
+    many_points(lookup_points_400, 400).
 
-many_points(Tab, Frags, Form) ->
+many_points(Tab, Frags) ->
     {atomic, ok} = mnesia:create_table(Tab, [{attributes, [k, v]},
                                              {frag_properties,
                                               [{n_fragments, Frags},
@@ -228,7 +211,7 @@ many_points(Tab, Frags, Form) ->
     {ok, #fraghash_state{digest = D}} = fraghash_state:decode(S),
     %% (Published by whichever table first looked a state of this recipe
     %% up: fresh tables of one scheme and size share it.)
-    ?assertEqual(Form, element(1, persistent_term:get(key(D)))),
+    ?assertEqual(fraghash_words, element(1, persistent_term:get(key(D)))),
     {atomic, ok} = mnesia:change_table_frag(Tab, {add_frag, [node()]}),
     check_state(Tab),
     {atomic, ok} = mnesia:change_table_frag(Tab, del_frag),
@@ -277,13 +260,12 @@ concurrent_misses() ->
 %% key's 59 bits but not the check's) is not read as one, nor replaced:
 %% the lookup asks the NIF.
 foreign_entry() ->
-    %% 200 fragments of 100 points: too large to carry, so published.
     S = grow(mnesia_frag_chash, mnesia_frag_chash:init_state(lookup_foreign, undefined), 199),
     {ok, #fraghash_state{digest = D, bytes = B}} = fraghash_state:decode(S),
     {K, C} = fraghash_state:key_of_digest(D),
     Hs = [erlang:phash2(I, 1 bsl 32) || I <- lists:seq(1, 1000)],
     Foreign = [{ranges, 31, 16#7fffffff, 3, 6, 7, {5, 5}, lookup_foreign, 0},
-               {fraghash_ranges, C + 1, 31, 16#7fffffff, 3, 6, 7, {5, 5}, other, 0}],
+               {fraghash_words, C + 1, 31, <<5:32, 5:32>>, other, 0}],
     lists:foreach(
       fun(Term) ->
               persistent_term:put(K, Term),

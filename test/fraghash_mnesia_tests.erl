@@ -142,9 +142,9 @@ options() ->
                                         {hash_state, [{points, -1}]}]}])),
     ok.
 
-%% A fresh state carries its own lookup (slot words for slots, words for
-%% chash, the two parameters for linear) while that is small, and names a published
-%% one otherwise (jump always); it decodes and encodes back to itself.
+%% A state carries the lookup of its scheme (slot words for slots, the two
+%% parameters for linear) or names a published one (chash, jump), at every
+%% size; it decodes and encodes back to itself.
 state_forms() ->
     lists:foreach(
       fun({Mod, Opts, Frags, Kind}) ->
@@ -157,7 +157,7 @@ state_forms() ->
               ?assertExit({aborted, {bad_hash_state, _}}, Mod:key_to_frag_number(R, 1))
       end, [{mnesia_frag_slots, [], 4, ?FRAGHASH_INLINE_SLOT_WORDS},
             {mnesia_frag_slots, [], 400, ?FRAGHASH_INLINE_SLOT_WORDS},
-            {mnesia_frag_chash, [{points, 10}], 4, ?FRAGHASH_INLINE_WORDS},
+            {mnesia_frag_chash, [{points, 10}], 4, ?FRAGHASH_INLINE_NONE},
             {mnesia_frag_chash, [], 400, ?FRAGHASH_INLINE_NONE},
             {mnesia_frag_jump, [], 4, ?FRAGHASH_INLINE_NONE},
             {mnesia_frag_linear, [], 4, ?FRAGHASH_INLINE_LOW_BITS}]).
@@ -184,15 +184,20 @@ corrupt_state() ->
     J = mnesia_frag_jump:init_state(t, undefined),
     ?assertExit({aborted, {fraghash, digest_mismatch, _}},
                 mnesia_frag_jump:key_to_frag_number(flip_recipe(J), key)),
-    %% A state whose key matches a recipe the core cannot read.
+    %% A state whose key matches a recipe the core cannot read (a jump
+    %% state: it carries no lookup, so the recipe is read on first use).
     Garbage = <<"FHST", 1, 0, 4, "garbage">>,
-    Forged = fraghash_state:encode(R2#fraghash_state{bytes = Garbage,
+    Forged = fraghash_state:encode(R2#fraghash_state{scheme = jump, bytes = Garbage,
                                                      digest = fraghash_nif:digest(Garbage)},
                                    none),
     ?assertExit({aborted, {fraghash, corrupt_state, _}},
-                mnesia_frag_slots:key_to_frag_number(Forged, key)),
+                mnesia_frag_jump:key_to_frag_number(Forged, key)),
     ?assertExit({aborted, {fraghash, corrupt_state, _}},
-                mnesia_frag_slots:del_frag(Forged)),
+                mnesia_frag_jump:del_frag(Forged)),
+    %% A slots state that carries no slot words is not one the encoder
+    %% writes: refused as damaged.
+    ?assertExit({aborted, {bad_hash_state, _}},
+                mnesia_frag_slots:key_to_frag_number(fraghash_state:encode(R2, none), key)),
     ?assertExit({aborted, {bad_hash_state, _}},
                 mnesia_frag_slots:key_to_frag_number(not_a_state, key)),
     %% Cut short, another layout, another scheme's state.

@@ -27,7 +27,8 @@ state_test_() ->
     [{timeout, 120, {atom_to_list(Scheme) ++ ": codec and lookup = core, 3 -> 40 -> 3",
                      fun() -> grow_shrink(Scheme, Spec) end}}
      || {Scheme, Spec} <- ?SCHEMES]
-    ++ [{"damaged and foreign states are refused", fun damaged/0}].
+    ++ [{"damaged and foreign states are refused", fun damaged/0},
+        {timeout, 120, {"slots: 8,191 fragments at most", fun slots_limit/0}}].
 
 grow_shrink(Scheme, Spec) ->
     Tab = list_to_atom("state_tests_" ++ atom_to_list(Scheme)),
@@ -95,4 +96,29 @@ damaged() ->
     %% The hash modules turn a bad state into an abort with a reason.
     ?assertExit({aborted, {bad_hash_state, _}},
                 mnesia_frag_slots:match_spec_to_frag_numbers(<<"fh", 9>>, [])),
+    %% A state of one scheme with another scheme's lookup kind.
+    {DL, BL} = fraghash_nif:fresh_state(<<"linear">>, 8, []),
+    L = fraghash_mnesia:encode(#fraghash_state{scheme = linear, table = t, n = 8, opts = [],
+                                               digest = DL, bytes = BL}),
+    <<LHead:2/binary, Layout, _:8, LRest/binary>> = L,
+    [?assertEqual({error, bad_layout},
+                  fraghash_state:decode(<<LHead/binary, Layout, Code:8, LRest/binary>>))
+     || Code <- [1, 2, 3]],
     ok.
+
+%% A slots table holds at most 8,191 fragments (the owner field of its
+%% words): the state of one more is refused with a reason, the largest is
+%% encoded and answers as the core.
+slots_limit() ->
+    {D, B} = fraghash_nif:fresh_state(<<"slots">>, 8192, []),
+    ?assertExit({aborted, {fraghash, too_many_fragments, _}},
+                fraghash_mnesia:encode(#fraghash_state{scheme = slots, table = t, n = 8192,
+                                                       opts = [], digest = D, bytes = B})),
+    {D1, B1} = fraghash_nif:fresh_state(<<"slots">>, 8191, []),
+    R = #fraghash_state{scheme = slots, table = t, n = 8191, opts = [], digest = D1, bytes = B1},
+    S = fraghash_mnesia:encode(R),
+    ?assertEqual({ok, R}, fraghash_state:decode(S)),
+    rand:seed(exsss, {1, 2, 3}),
+    Bad = [H || H <- [rand:uniform(1 bsl 32) - 1 || _ <- lists:seq(1, 20000)],
+                fraghash_lookup:locate_hash(S, H) =/= core(D1, B1, H)],
+    ?assertEqual([], Bad).

@@ -22,13 +22,13 @@
 //! | `cache_stats()` | normal | `{Entries, Bytes}` |
 //! | `set_built_dir(Dir)` | normal | `ok`; `Dir` a binary path, or `undefined` (see [`built`]) |
 //! | `digest(Bytes)` | dirty CPU | the 16-byte digest of a recipe |
-//! | `lookup_table(Digest, Recipe)` | dirty CPU | what Erlang reads instead of calling `locate` ([`lookup`]), or `none` |
-//! | `inline_table(Digest, Recipe, MaxBytes)` | dirty CPU | the lookup a hash state carries itself when it fits in `MaxBytes`, or `none` |
+//! | `lookup_table(Digest, Recipe)` | dirty CPU | the lookup Erlang publishes for a `ring` state ([`lookup`]), or `none` |
+//! | `inline_table(Digest, Recipe)` | dirty CPU | the lookup a `slots` or `linear` state carries itself, or `none` |
 //!
 //! `H` is `erlang:phash2(Key, 1 bsl 32)`, widened with
 //! [`fraghash::widen_phash2`]. Errors raise `{fraghash, Reason, Message}`
 //! (`Reason` one of `corrupt_state`, `digest_mismatch`, `bad_spec`,
-//! `refused`; `Message` a binary); bad argument types raise `badarg`. No call
+//! `refused`, `too_many_fragments`; `Message` a binary); bad argument types raise `badarg`. No call
 //! can bring the VM down: the core never panics on bad bytes, and rustler
 //! turns any panic into an Erlang exception.
 

@@ -35,8 +35,9 @@
 //! per lookup against 75 to 88 ns. Erlang reads a word as two aligned
 //! 32-bit halves, which the JIT extracts inline (a 64-bit field could be a
 //! bignum, which the JIT reads through a generic helper). A table whose
-//! owners pass 8,191 or whose buckets do not fit 15 bits has no slot
-//! words: its lookup is published instead (see [`crate::lookup`]).
+//! owners pass [`MAX_OWNER`] has no slot words, and the Mnesia adapter
+//! refuses to grow a `slots` table past it. The bucket count always fits:
+//! `slots` has at most 2^24 slots, so 2^15 buckets of 2^9 slots cover it.
 //!
 //! Tables created with `n - 1` fragments and grown by one `add_frag` need
 //! no overflow record at 50, 400 or 4,000 fragments (1 KiB, 8 KiB and
@@ -48,8 +49,10 @@ use crate::ranges::{bucket_bits, Bucket, RangeIndex};
 /// Bit 58: the word is an overflow record's offset.
 const OVERFLOW: u64 = 1 << 58;
 
-/// Owner bits: owners up to 8,191.
+/// Owner bits.
 pub const OWNER_BITS: u32 = 13;
+/// The largest owner (1-based fragment number) a word holds: 8,191.
+pub const MAX_OWNER: u32 = (1 << OWNER_BITS) - 1;
 /// Start bits: up to 512 slots per bucket.
 pub const OFFSET_BITS: u32 = 9;
 /// Most bucket bits (the count is 16 bits of the state's head).
@@ -72,14 +75,15 @@ impl SlotWordIndex {
     /// Lays out segments (sorted `(start, owner)`, the first at 0, every
     /// start a multiple of `2^(32 - slot_bits)`) over `per_segment` buckets
     /// per segment (rounded up to a power of two, at most one per slot),
-    /// fewer while the bytes exceed `max_bytes`. `None` when no bucket count
-    /// fits both `max_bytes` and the word's fields, or an owner passes
-    /// 8,191.
+    /// fewer while the bytes exceed `target_bytes`, down to the fewest the
+    /// start field allows (`2^(slot_bits - 9)`). `None` when the segments
+    /// are not on slot boundaries, `slot_bits` is not in 1..=24, or an
+    /// owner passes [`MAX_OWNER`].
     pub fn new(
         segments: &[(u32, u32)],
         slot_bits: u32,
         per_segment: usize,
-        max_bytes: usize,
+        target_bytes: usize,
     ) -> Option<SlotWordIndex> {
         if slot_bits == 0 || slot_bits > 32 {
             return None;
@@ -93,7 +97,7 @@ impl SlotWordIndex {
             return None;
         }
         let max_owner = segments.iter().map(|s| s.1).max()?;
-        if 32 - max_owner.leading_zeros() > OWNER_BITS {
+        if max_owner > MAX_OWNER {
             return None;
         }
         // The bucket count must fit the head's 16 bits.
@@ -107,11 +111,8 @@ impl SlotWordIndex {
             .max(min_bits);
         loop {
             let index = SlotWordIndex::with_bits(segments, slot_shift, bits)?;
-            if index.byte_len() <= max_bytes {
+            if index.byte_len() <= target_bytes || bits <= min_bits {
                 return Some(index);
-            }
-            if bits <= min_bits {
-                return None;
             }
             bits -= 1;
         }

@@ -1,5 +1,5 @@
 use super::*;
-use crate::ranges::Bucket;
+use crate::ranges::{Bucket, RangeIndex};
 use crate::recipe::{Op, Recipe};
 use fraghash::keys::SplitMix64;
 use fraghash::widen_phash2;
@@ -36,24 +36,21 @@ fn probes(s: &AnyScheme, segments: &[(u32, u32)], shift: u32, random: usize) -> 
     v
 }
 
-/// Asserts that the Erlang lookup, and the word layout of the same
-/// segments whatever their number, answer as the core at every probe.
+/// Asserts that the scheme's Erlang lookup answers as the core at every
+/// probe, and that a `slots` table's segments laid out as a ring's 32-bit
+/// words (a second layout of the same segments) do too.
 fn check(r: &Recipe, random: usize) {
     let s = r.build().unwrap();
     let l = ErlangLookup::build(&s, r.fragments_added()).expect("a lookup");
     let segments = scheme_segments(&s, r.fragments_added()).unwrap_or_default();
     let mut lookups = vec![l];
-    if !segments.is_empty() {
-        lookups.push(ErlangLookup::Ranges(RangeIndex::new(&segments)));
+    if s.as_slots().is_some() {
         lookups.push(ErlangLookup::Words(
             WordIndex::new(&segments).expect("words"),
         ));
-        // The layout a state carries, whatever its size.
-        lookups.push(ErlangLookup::inline(&s, r.fragments_added(), usize::MAX).expect("inline"));
     }
     for l in &lookups {
         let shift = match l {
-            ErlangLookup::Ranges(r) => r.shift,
             ErlangLookup::Words(w) => w.shift,
             ErlangLookup::SlotWords(w) => w.bucket_shift,
             ErlangLookup::LowBits { .. } => 32,
@@ -119,22 +116,15 @@ fn linear_answers_as_the_core() {
 }
 
 #[test]
-fn jump_has_no_erlang_lookup() {
-    let s = AnyScheme::new("jump", 8).unwrap();
-    assert_eq!(ErlangLookup::build(&s, 8), None);
-}
-
-#[test]
 fn index_layout() {
     // One fragment: two buckets of one owner.
-    let one = RangeIndex::new(&[(0, 1)]);
+    let one = RangeIndex::with_bits(&[(0, 1)], 1);
     assert_eq!(one.shift, 31);
-    assert_eq!(one.owner_bits, 1);
     assert_eq!(one.buckets, vec![Bucket::Owner(1); 2]);
     // Three segments: eight buckets, two of them split.
-    let r = RangeIndex::new(&[(0, 1), (1 << 30 | 5, 2), (1 << 31 | 7, 3)]);
+    let segments = [(0, 1), (1 << 30 | 5, 2), (1 << 31 | 7, 3)];
+    let r = RangeIndex::with_bits(&segments, 3);
     assert_eq!(r.shift, 29);
-    assert_eq!(r.owner_bits, 2);
     assert_eq!(
         r.buckets,
         vec![
@@ -148,27 +138,43 @@ fn index_layout() {
             Bucket::Owner(3),
         ]
     );
-    // Packed: owners 1 and 2, offset 5 (bits 0-1, 2-3, 4-).
-    assert_eq!(r.packed(2), Some(-(1 | 2 << 2 | 5 << 4)));
-    assert_eq!(r.packed(0), None);
     assert_eq!(r.locate((1 << 30) + 4), 1);
     assert_eq!(r.locate((1 << 30) + 5), 2);
     assert_eq!(r.segments(), 10);
-    // Three segments in one bucket stay a tuple.
-    let t = RangeIndex::new(&[(0, 1), (5, 2), (9, 3)]);
+    // Three segments in one bucket.
+    let t = RangeIndex::with_bits(&[(0, 1), (5, 2), (9, 3)], 1);
     assert_eq!(t.buckets[0], Bucket::Split(1, vec![(5, 2), (9, 3)]));
-    assert_eq!(t.packed(0), None);
     assert_eq!(
         (t.locate(4), t.locate(5), t.locate(8), t.locate(9)),
         (1, 2, 2, 3)
     );
-    // A fresh 4,000-fragment slots table: one segment per fragment, 8,192
-    // buckets.
-    let s = AnyScheme::new("slots", 4000).unwrap();
-    let Some(ErlangLookup::Ranges(r)) = ErlangLookup::build(&s, 4000) else {
-        panic!("slots gives ranges");
-    };
-    assert_eq!(r.buckets.len(), 8192);
+}
+
+#[test]
+fn one_form_per_scheme() {
+    // slots and linear carry their lookup; a ring publishes its words.
+    let slots = |n| AnyScheme::new("slots", n).unwrap();
+    for n in [1, 50, 400, 4000] {
+        let l = ErlangLookup::build(&slots(n), n.into()).expect("slot words");
+        assert!(
+            matches!(l, ErlangLookup::SlotWords(_)) && l.carried(),
+            "{n}"
+        );
+    }
+    let r = AnyScheme::new("ring:10", 4).unwrap();
+    let l = ErlangLookup::build(&r, 4).expect("words");
+    assert!(matches!(l, ErlangLookup::Words(_)) && !l.carried());
+    let l = ErlangLookup::build(&AnyScheme::new("linear", 5).unwrap(), 5).expect("low bits");
+    assert!(matches!(l, ErlangLookup::LowBits { fragments: 5, .. }) && l.carried());
+    // Jump has no table: the NIF answers.
+    assert_eq!(
+        ErlangLookup::build(&AnyScheme::new("jump", 8).unwrap(), 8),
+        None
+    );
+    // The largest slots table the words hold, and one past it.
+    let max = crate::lookup::MAX_SLOT_WORD_OWNER;
+    assert!(ErlangLookup::new_slots(&vec![1; max as usize]).is_some());
+    assert_eq!(ErlangLookup::new_slots(&vec![1; max as usize + 1]), None);
 }
 
 #[test]
@@ -223,32 +229,38 @@ fn words_layout() {
 }
 
 #[test]
-fn inline_lookups() {
+fn slot_words_sizes() {
     let s = Recipe::new("slots", 50, &[]).unwrap().build().unwrap();
     // 50 segments, two buckets each: 128 slot words (1 KiB), no overflow.
-    let Some(ErlangLookup::SlotWords(w)) = ErlangLookup::inline(&s, 50, 2048) else {
-        panic!("a 50-fragment slots table fits in 2 KiB");
+    let Some(ErlangLookup::SlotWords(w)) = ErlangLookup::build(&s, 50) else {
+        panic!("slots give slot words");
     };
     assert_eq!(w.bucket_shift, 32 - 7);
     assert_eq!((w.words.len(), w.overflow.len()), (128, 0));
-    // Too large for the bound: published instead.
-    assert_eq!(ErlangLookup::inline(&s, 50, 256), None);
-    let big = AnyScheme::new("slots", 400).unwrap();
-    assert_eq!(ErlangLookup::inline(&big, 400, 2048), None);
-    // A ring carries 32-bit words.
-    let r = AnyScheme::new("ring:10", 4).unwrap();
-    assert!(matches!(
-        ErlangLookup::inline(&r, 4, 2048),
-        Some(ErlangLookup::Words(_))
-    ));
-    // Linear always carries its two parameters; jump never has a table.
-    let l = AnyScheme::new("linear", 5).unwrap();
-    assert!(matches!(
-        ErlangLookup::inline(&l, 5, 0),
-        Some(ErlangLookup::LowBits { fragments: 5, .. })
-    ));
-    let j = AnyScheme::new("jump", 5).unwrap();
-    assert_eq!(ErlangLookup::inline(&j, 5, 1 << 20), None);
+    // Past the byte target, fewer buckets (more overflow records), but
+    // never fewer than 2^(slot_bits - 9): the largest table the words hold
+    // is still one word read for most lookups.
+    let big = AnyScheme::new("slots", 8191).unwrap();
+    let Some(ErlangLookup::SlotWords(w)) = ErlangLookup::build(&big, 8191) else {
+        panic!("8,191 fragments give slot words");
+    };
+    assert!(w.slot_offset_bits() <= 9);
+    assert!(
+        w.byte_len() <= crate::lookup::SLOT_WORD_TARGET_BYTES,
+        "{} bytes",
+        w.byte_len()
+    );
+    let s = big.as_slots().unwrap();
+    let segments = scheme_segments(&big, 8191).unwrap();
+    for h in probes(&big, &segments, w.bucket_shift, 50_000)
+        .into_iter()
+        .step_by(7)
+    {
+        assert_eq!(w.locate(h), s.locate(widen_phash2(h)) + 1, "H = {h}");
+    }
+    // A byte target below what the fields allow still gives words.
+    let tiny = SlotWordIndex::new(&segments, s.slot_bits(), 2, 0).expect("words");
+    assert_eq!(tiny.slot_offset_bits(), 9);
 }
 
 #[test]
@@ -326,7 +338,7 @@ fn grown_slots_words_rarely_overflow() {
         let mut r = Recipe::new("slots", n - 1, &[]).unwrap();
         r.push(ADD);
         let s = r.build().unwrap();
-        let Some(ErlangLookup::SlotWords(w)) = ErlangLookup::inline(&s, n.into(), 65536) else {
+        let Some(ErlangLookup::SlotWords(w)) = ErlangLookup::build(&s, n.into()) else {
             panic!("{n} fragments carry slot words");
         };
         let overflowing = w.words.iter().filter(|&&e| e >> 58 != 0).count();
@@ -337,28 +349,6 @@ fn grown_slots_words_rarely_overflow() {
         );
         check(&r, 20_000);
     }
-}
-
-#[test]
-fn may_carry_judges_without_building() {
-    use fraghash::SchemeSpec;
-    assert!(ErlangLookup::may_carry(SchemeSpec::Slots, 4096, 65536));
-    assert!(!ErlangLookup::may_carry(SchemeSpec::Slots, 8193, 65536));
-    assert!(ErlangLookup::may_carry(
-        SchemeSpec::Ring { points: 100 },
-        40,
-        65536
-    ));
-    assert!(!ErlangLookup::may_carry(
-        SchemeSpec::Ring { points: 100 },
-        4000,
-        65536
-    ));
-    assert!(ErlangLookup::may_carry(SchemeSpec::Linear, 1 << 20, 0));
-    assert!(!ErlangLookup::may_carry(SchemeSpec::Jump, 1, 1 << 20));
-    // Never refuses what inline() would carry: a ring of 40 fragments.
-    let r = AnyScheme::new("ring", 40).unwrap();
-    assert!(ErlangLookup::inline(&r, 40, 65536).is_some());
 }
 
 #[test]
@@ -378,11 +368,10 @@ fn new_slots_words_without_building() {
         .unwrap();
         let s = r.build().unwrap();
         assert_eq!(
-            ErlangLookup::inline_new_slots(&w, 1 << 20),
-            ErlangLookup::inline(&s, r.fragments_added(), 1 << 20),
+            ErlangLookup::new_slots(&w),
+            ErlangLookup::build(&s, r.fragments_added()),
             "{} fragments",
             w.len()
         );
     }
-    assert_eq!(ErlangLookup::inline_new_slots(&[1; 50], 64), None);
 }

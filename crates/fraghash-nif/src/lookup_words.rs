@@ -1,6 +1,6 @@
-//! The word layout of a lookup: the buckets of a [`RangeIndex`] as 32-bit
-//! words in one Erlang binary, for lookups of many segments (see
-//! [`crate::lookup::WORDS_ABOVE_SEGMENTS`]).
+//! The lookup of a `ring` (see [`crate::lookup`]): the buckets of a
+//! [`RangeIndex`] as 32-bit words in one Erlang binary, published once per
+//! node.
 //!
 //! One bucket per segment (a power of two, `2^(32 - shift)` buckets), then
 //! an overflow area. Bucket `b = H >> shift` is one word `w`:
@@ -20,7 +20,9 @@
 //! mean of 0.76 starts per bucket): 47% of the buckets are one owner (one
 //! word read), 36% hold one start (a lookup past it reads the next word
 //! too) and 17% an overflow record; 2 MiB of buckets and about 1.3 MiB of
-//! records, against 8 MiB for the tuple of [`RangeIndex`].
+//! records. A random read from such a binary, a million keys streaming
+//! through on 2 shared cores, cost 74 ns over the hash alone; the same
+//! buckets as an Erlang tuple (8 MiB) 140 ns.
 
 use crate::ranges::{bucket_bits, Bucket, RangeIndex};
 
@@ -43,17 +45,7 @@ impl WordIndex {
     /// an owner does not fit in 31 bits or the records in 30 bits of index
     /// (more than 2^30 words: not a fragment count Mnesia can hold).
     pub fn new(segments: &[(u32, u32)]) -> Option<WordIndex> {
-        WordIndex::with_buckets_per_segment(segments, 1)
-    }
-
-    /// As [`WordIndex::new`], with `per_segment` buckets per segment
-    /// (rounded up to a power of two, at most 2^20 buckets): more buckets
-    /// hold fewer starts each, so fewer lookups read a second word.
-    pub fn with_buckets_per_segment(
-        segments: &[(u32, u32)],
-        per_segment: usize,
-    ) -> Option<WordIndex> {
-        let bits = bucket_bits(per_segment.max(1) * segments.len()).max(3);
+        let bits = bucket_bits(segments.len()).max(3);
         let r = RangeIndex::with_bits(segments, bits);
         let shift = r.shift;
         let owner_bits = 30 - shift;

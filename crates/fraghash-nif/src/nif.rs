@@ -8,7 +8,6 @@ use rustler::{Binary, Encoder, Env, Error, NewBinary, NifResult, Term};
 use crate::cache::{self, Entry, LookupError};
 use crate::lookup::ErlangLookup;
 use crate::mnesia::FragChange;
-use crate::ranges::Bucket;
 use crate::recipe::{self, Op, Recipe};
 
 mod atoms {
@@ -26,7 +25,7 @@ mod atoms {
         slots_per_fragment,
         weights,
         none,
-        ranges,
+        too_many_fragments,
         words,
         slot_words,
         low_bits,
@@ -187,55 +186,60 @@ fn info<'a>(env: Env<'a>, digest: Binary<'a>, bytes: Term<'a>) -> NifResult<Term
     Ok(map)
 }
 
-/// What Erlang reads instead of calling `locate/2` for this state
-/// ([`crate::lookup`]): `{ranges, Shift, W, Buckets}` (`slots`, `ring`),
-/// `{words, Shift, Binary}` (a ring of many points, see
-/// [`crate::lookup_words`]), `{low_bits, Mask, Half, N}` (`linear`) or
-/// `none` (`jump`). In `Buckets`
-/// (a tuple of `2^(32 - Shift)` elements) an element is the owner of its
-/// whole bucket (a positive integer), two owners packed in a negative
-/// integer ([`crate::ranges::RangeIndex::packed`], owners of `W` bits), or
-/// a tuple `{Owner0, Start1, Owner1, ...}` when more segments meet inside
-/// it. Built once per state and published by the caller.
+/// The lookup Erlang publishes for this state ([`crate::lookup`]):
+/// `{words, Shift, Binary}` for `ring` (see [`crate::lookup_words`]), `none`
+/// for every other scheme (`jump` is answered by `locate/2`; `slots` and
+/// `linear` states carry their lookup, see `inline_table/2`). Built once
+/// per state and published by the caller.
 #[rustler::nif(schedule = "DirtyCpu")]
 fn lookup_table<'a>(env: Env<'a>, digest: Binary<'a>, bytes: Term<'a>) -> NifResult<Term<'a>> {
-    let e = entry(digest, bytes)?;
     // The ring's token bound comes from the recipe, which must then be the
     // state's own even when the scheme was found by digest alone.
     let recipe = checked_recipe(digest, bytes)?;
+    if !matches!(recipe.spec(), SchemeSpec::Ring { .. }) {
+        return Ok(atoms::none().encode(env));
+    }
+    let e = entry(digest, bytes)?;
     Ok(encode_lookup(
         env,
         ErlangLookup::build(&e.scheme, recipe.fragments_added()),
     ))
 }
 
-/// The lookup a hash state carries inside itself when it takes at most
-/// `MaxBytes` ([`ErlangLookup::inline`]): `{slot_words, Params, Binary}`
-/// (`slots`, see [`crate::lookup_slot_words`]; `Params` as
-/// [`crate::lookup::SlotWordIndex::params`]), `{words, Shift, Binary}`
-/// (`ring`, two buckets per segment), `{low_bits, Mask, Half, N}`
-/// (`linear`), or `none` (`jump`, or a larger table: its lookup is
-/// published instead).
+/// The lookup a hash state carries inside itself ([`crate::lookup`]):
+/// `{slot_words, Params, Binary}` for `slots` (see
+/// [`crate::lookup_slot_words`]; `Params` as
+/// [`crate::lookup::SlotWordIndex::params`]), `{low_bits, Mask, Half, N}`
+/// for `linear`, `none` for `ring` and `jump` (published instead, see
+/// `lookup_table/2`; nothing is built for them). A `slots` table past
+/// [`crate::lookup::MAX_SLOT_WORD_OWNER`] fragments raises
+/// `too_many_fragments`.
 #[rustler::nif(schedule = "DirtyCpu")]
-fn inline_table<'a>(
-    env: Env<'a>,
-    digest: Binary<'a>,
-    bytes: Term<'a>,
-    max_bytes: usize,
-) -> NifResult<Term<'a>> {
+fn inline_table<'a>(env: Env<'a>, digest: Binary<'a>, bytes: Term<'a>) -> NifResult<Term<'a>> {
     let recipe = checked_recipe(digest, bytes)?;
-    if !ErlangLookup::may_carry(recipe.spec(), recipe.fragments(), max_bytes) {
-        return Ok(atoms::none().encode(env));
+    let lookup = match recipe.spec() {
+        SchemeSpec::Ring { .. } | SchemeSpec::Jump => return Ok(atoms::none().encode(env)),
+        SchemeSpec::Slots if recipe.fragments() > crate::lookup::MAX_SLOT_WORD_OWNER => None,
+        SchemeSpec::Slots if !recipe.has_history() => {
+            ErlangLookup::new_slots(&recipe.base_weights())
+        }
+        _ => {
+            let e = entry(digest, bytes)?;
+            ErlangLookup::build(&e.scheme, recipe.fragments_added())
+        }
+    };
+    match lookup {
+        Some(l) if l.carried() => Ok(encode_lookup(env, Some(l))),
+        _ => Err(raise(
+            atoms::too_many_fragments(),
+            format!(
+                "mnesia_frag_slots holds at most {} fragments (a hash state names \
+                 each fragment in 13 bits); this table would have {}",
+                crate::lookup::MAX_SLOT_WORD_OWNER,
+                recipe.fragments()
+            ),
+        )),
     }
-    if recipe.spec() == SchemeSpec::Slots && !recipe.has_history() {
-        let lookup = ErlangLookup::inline_new_slots(&recipe.base_weights(), max_bytes);
-        return Ok(encode_lookup(env, lookup));
-    }
-    let e = entry(digest, bytes)?;
-    Ok(encode_lookup(
-        env,
-        ErlangLookup::inline(&e.scheme, recipe.fragments_added(), max_bytes),
-    ))
 }
 
 fn encode_lookup(env: Env, lookup: Option<ErlangLookup>) -> Term {
@@ -255,28 +259,6 @@ fn encode_lookup(env: Env, lookup: Option<ErlangLookup>) -> Term {
             binary(env, &w.to_be_bytes()),
         )
             .encode(env),
-        Some(ErlangLookup::Ranges(r)) => {
-            let buckets: Vec<Term> = r
-                .buckets
-                .iter()
-                .enumerate()
-                .map(|(i, b)| match (r.packed(i), b) {
-                    (Some(p), _) => p.encode(env),
-                    (None, Bucket::Owner(o)) => o.encode(env),
-                    (None, Bucket::Split(first, rest)) => {
-                        let mut t = Vec::with_capacity(1 + 2 * rest.len());
-                        t.push(first.encode(env));
-                        for (start, owner) in rest {
-                            t.push(start.encode(env));
-                            t.push(owner.encode(env));
-                        }
-                        rustler::types::tuple::make_tuple(env, &t)
-                    }
-                })
-                .collect();
-            let tuple = rustler::types::tuple::make_tuple(env, &buckets);
-            (atoms::ranges(), r.shift, r.owner_bits, tuple).encode(env)
-        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! Segments of the 32-bit `H` space and the bucket array over them
-//! ([`RangeIndex`]): the base of every lookup Erlang reads itself (see
-//! [`crate::lookup`]); the word layouts ([`crate::lookup_words`],
-//! [`crate::lookup_slot_words`]) pack the same buckets.
+//! ([`RangeIndex`]): the intermediate form that the two word layouts
+//! ([`crate::lookup_words`], [`crate::lookup_slot_words`]) pack, see
+//! [`crate::lookup`].
 //!
 //! The segments' start points come from the scheme's structure (where a
 //! slot run or a ring point begins), but every segment's owner is what the
@@ -11,15 +11,9 @@
 
 use fraghash::{widen_phash2, AnyScheme, FragmentScheme};
 
-/// Most bucket bits of a [`RangeIndex`]: 2^20 buckets, an 8 MiB tuple. Past
-/// that, buckets just hold more segments each.
+/// Most bucket bits of a [`RangeIndex`]: 2^20 buckets. Past that, buckets
+/// just hold more segments each.
 pub const MAX_BUCKET_BITS: u32 = 20;
-
-/// Buckets per segment (rounded up to a power of two): with `b` buckets per
-/// segment about `1/b` of the buckets hold a segment start, and a lookup
-/// that lands there decodes a packed pair or scans a tuple instead of
-/// reading its answer.
-pub const BUCKETS_PER_SEGMENT: usize = 2;
 
 /// One bucket of a [`RangeIndex`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,21 +30,14 @@ pub enum Bucket {
 pub struct RangeIndex {
     /// `H >> shift` is the bucket.
     pub shift: u32,
-    /// Bits of an owner in a packed bucket: enough for the largest owner.
-    pub owner_bits: u32,
     /// `2^(32 - shift)` buckets.
     pub buckets: Vec<Bucket>,
 }
 
 impl RangeIndex {
     /// Lays out segments (sorted `(start, owner)`, the first starting at 0,
-    /// neighbours of different owners) with [`BUCKETS_PER_SEGMENT`] buckets
-    /// per segment or more, up to [`MAX_BUCKET_BITS`].
-    pub fn new(segments: &[(u32, u32)]) -> RangeIndex {
-        RangeIndex::with_bits(segments, bucket_bits(BUCKETS_PER_SEGMENT * segments.len()))
-    }
-
-    /// Lays out segments over `2^bits` buckets (`bits` in 1..=32).
+    /// neighbours of different owners) over `2^bits` buckets (`bits` in
+    /// 1..=32).
     pub fn with_bits(segments: &[(u32, u32)], bits: u32) -> RangeIndex {
         debug_assert_eq!(segments.first().map(|s| s.0), Some(0));
         debug_assert!((1..=32).contains(&bits));
@@ -76,45 +63,12 @@ impl RangeIndex {
                 Bucket::Split(owner, inside)
             });
         }
-        let max = segments.iter().map(|s| s.1).max().unwrap_or(1);
-        RangeIndex {
-            shift,
-            owner_bits: 32 - max.leading_zeros(),
-            buckets,
-        }
+        RangeIndex { shift, buckets }
     }
 
-    /// Bucket `b` as one Erlang small integer, when it is a [`Bucket::Split`]
-    /// of two segments and fits in 59 bits: `-(Owner0 + (Owner1 << W) +
-    /// (Offset << 2W))`, `W` = `owner_bits` and `Offset` where
-    /// `Owner1` begins, from the bucket's first `H` (below `2^shift`).
-    pub fn packed(&self, b: usize) -> Option<i64> {
-        let w = self.owner_bits;
-        match &self.buckets[b] {
-            Bucket::Split(first, rest) if rest.len() == 1 && 2 * w + self.shift <= 58 => {
-                let offset = u64::from(rest[0].0 - ((b as u64) << self.shift) as u32);
-                let v = u64::from(*first) | u64::from(rest[0].1) << w | offset << (2 * w);
-                Some(-(v as i64))
-            }
-            _ => None,
-        }
-    }
-
-    /// The owner (1-based) of `H`, computed as Erlang does from the buckets
-    /// as `lookup_table/2` encodes them.
+    /// The owner (1-based) of `H`.
     pub fn locate(&self, h32: u32) -> u32 {
-        let b = (u64::from(h32) >> self.shift) as usize;
-        if let Some(p) = self.packed(b) {
-            let (q, w) = ((-p) as u64, self.owner_bits);
-            let off_mask = (1u64 << self.shift) - 1;
-            let o_mask = (1u64 << w) - 1;
-            return if u64::from(h32) & off_mask >= q >> (2 * w) {
-                ((q >> w) & o_mask) as u32
-            } else {
-                (q & o_mask) as u32
-            };
-        }
-        match &self.buckets[b] {
+        match &self.buckets[(u64::from(h32) >> self.shift) as usize] {
             Bucket::Owner(o) => *o,
             Bucket::Split(first, rest) => rest
                 .iter()
@@ -138,7 +92,7 @@ impl RangeIndex {
 
 /// The segments of `slots` and `ring` schemes (`None` for the others):
 /// `tokens_below` bounds the ring's fragment tokens, as for
-/// [`ErlangLookup::build`].
+/// [`crate::lookup::ErlangLookup::build`].
 pub fn scheme_segments(scheme: &AnyScheme, tokens_below: u64) -> Option<Vec<(u32, u32)>> {
     let starts: Vec<u32> = match scheme {
         AnyScheme::Jump(_) | AnyScheme::Linear(_) => return None,
