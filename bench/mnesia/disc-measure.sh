@@ -5,12 +5,17 @@
 #   bench/mnesia/disc-measure.sh torture [KILLS]     kill -9 torture test (default 300 kills)
 #   bench/mnesia/disc-measure.sh relieve             adds needed to halve the largest
 #                                       disc_only_copies fragment, per module
-#   bench/mnesia/disc-measure.sh cost [RECORDS] [REPS] [STORAGE]
-#                                       one add on a 50-fragment table:
-#                                       plain change_table_frag against
-#                                       fraghash_frag:add_frag (default
-#                                       1000000 records, 2 repetitions,
-#                                       disc_copies; or disc_only_copies)
+#   bench/mnesia/disc-measure.sh growth [RECORDS] [MODULES] [REPS] [STORAGE]
+#                                       one add on a 50-fragment table under
+#                                       load: plain change_table_frag,
+#                                       fraghash_frag:add_frag and a batched
+#                                       copy of the same records (defaults:
+#                                       200000 records, mnesia_frag_hash and
+#                                       mnesia_frag_slots, 1 repetition,
+#                                       disc_copies; MODULES comma-separated
+#                                       or all; a few minutes at the
+#                                       defaults, an hour or more at
+#                                       3000000 records and all modules)
 # Environment: scripts/build-nif.sh's variables.
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -33,14 +38,18 @@ case "$what" in
             | grep -v -e 'WARNING' -e 'overloaded' -e 'INFO REPORT' -e 'application: mnesia' \
                       -e 'exited: stopped' -e 'type: temporary' -e '^ *$'
         ;;
-    cost)
+    growth)
+        case "${3:-mnesia_frag_hash,mnesia_frag_slots}" in
+            all) mods="mnesia_frag_hash,mnesia_frag_slots,mnesia_frag_chash,mnesia_frag_jump,mnesia_frag_linear" ;;
+            *) mods=${3:-mnesia_frag_hash,mnesia_frag_slots} ;;
+        esac
         erl -noshell -pa "$lib/ebin" "$lib/bench/mnesia" \
-            -eval "fraghash_disc_cost:run(\"$tmp/mnesia\", ${2:-1000000}, ${3:-2}, ${4:-disc_copies}), halt()." 2>&1 \
+            -eval "fraghash_bench_growth:run(\"$tmp/mnesia\", ${2:-200000}, [$mods], ${4:-1}, ${5:-disc_copies}), halt()." 2>&1 \
             | grep -v -e 'WARNING' -e 'overloaded' -e 'INFO REPORT' -e 'application: mnesia' \
                       -e 'exited: stopped' -e 'type: temporary' -e '^ *$'
         ;;
     *)
-        echo "usage: $0 torture [KILLS] | relieve | cost [RECORDS] [REPS]" >&2
+        echo "usage: $0 torture [KILLS] | relieve | growth [RECORDS] [MODULES] [REPS] [STORAGE]" >&2
         exit 2
         ;;
 esac
