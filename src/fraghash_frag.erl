@@ -2,7 +2,13 @@
 %% and `disc_only_copies' tables, with any hash module (`mnesia_frag_hash'
 %% included), and the recovery that finishes or undoes an operation a
 %% crash interrupted. The safety argument, step by step, is in
-%% docs/mnesia-disc-safety.md; in short:
+%% docs/mnesia-disc-safety.md.
+%%
+%% An add of a `set' or `ordered_set' table without `disc_only_copies'
+%% fragments or foreign keys is `fraghash_grow''s: its records move in
+%% ordinary transactions and no schema change carries a record. The rest
+%% (del, and the add of `disc_only_copies' and `bag' tables) is this
+%% module's, in short:
 %%
 %% Mnesia 4.21.3 (OTP 25) does not always bring to disc the record moves
 %% that `mnesia:change_table_frag/2' makes inside its schema transaction: a
@@ -33,13 +39,11 @@
 
 -export([add_frag/2, relieve/3, del_frag/1, recover/0, recover/1, stale_copies/1, repair/1,
          hash/1, frag_name/2, disc_bytes/1, set_step_hook/1]).
-%% Shared with fraghash_frag_recovery.
--export([batches/2, durable/2, step/2, misplaced/2, move_misplaced/1, move_misplaced/2]).
 -export([distribution/1, info/1, fragment_size/1]).
 
--include("fraghash.hrl").
+-import(fraghash_tab, [batches/2, durable/2, step/2]).
 
--define(BATCH, 500).
+-include("fraghash.hrl").
 %% Copy rounds a del_frag makes before it gives up (application
 %% environment `del_frag_attempts').
 -define(MAX_ATTEMPTS, 20).
@@ -112,6 +116,7 @@ recover(Tab) ->
     case fraghash_journal:read(Tab) of
         none -> ok;
         stale -> fraghash_journal:delete(Tab);
+        #{op := grow_add} = Entry -> fraghash_grow:recover(Tab, Entry);
         Entry -> fraghash_frag_recovery:recover(Tab, Entry)
     end.
 
@@ -119,7 +124,7 @@ recover(Tab) ->
 %% `key_to_frag_number' names (0 for a healthy table).
 -spec stale_copies(atom()) -> non_neg_integer().
 stale_copies(Tab) ->
-    length(misplaced(Tab)).
+    length(fraghash_tab:misplaced(Tab)).
 
 %% @doc Removes stale copies: a misplaced record whose key is also in its
 %% right fragment is deleted; one that is not is moved there. Returns how
@@ -127,43 +132,16 @@ stale_copies(Tab) ->
 %% safe path never leaves any behind.
 -spec repair(atom()) -> {atomic, non_neg_integer()} | {aborted, term()}.
 repair(Tab) ->
-    Bad = misplaced(Tab),
-    case move_misplaced(Bad) of
+    Bad = fraghash_tab:misplaced(Tab),
+    case fraghash_tab:move_misplaced(Bad) of
         {atomic, ok} -> {atomic, length(Bad)};
         Aborted -> Aborted
     end.
 
-%% @private Moves each misplaced `{From, To, Key}' (as misplaced/2 gives
-%% them) to its right fragment `To', unless `To' holds the key already;
-%% deletes it from `From' in either case. Ordinary transactions.
--spec move_misplaced([{atom(), atom(), term()}]) -> {atomic, ok} | {aborted, term()}.
-move_misplaced(Items) ->
-    move_misplaced(Items, #{}).
-
-%% @private As move_misplaced/1; also where `To' holds the record
-%% `Moved' names for the key (the record an add moved there, unchanged
-%% since), the misplaced record, written after the move, replaces it.
--spec move_misplaced([{atom(), atom(), term()}], #{term() => tuple()}) ->
-          {atomic, ok} | {aborted, term()}.
-move_misplaced(Items, Moved) ->
-    batches(fun({From, To, K}) ->
-                    There = mnesia:read(To, K, write),
-                    case There =:= [] orelse There =:= [maps:get(K, Moved, none)] of
-                        true -> [mnesia:write(To, R, write) || R <- mnesia:read(From, K, write)];
-                        false -> ok
-                    end,
-                    mnesia:delete(From, K, write)
-            end, Items).
-
 %% @doc A fragmented table's hash module, hash state and fragment count, as
 %% its `frag_properties' give them on this node.
 -spec hash(atom()) -> {module(), term(), pos_integer()}.
-hash(Tab) ->
-    Props = mnesia:table_info(Tab, frag_properties),
-    {hash_module, Mod} = lists:keyfind(hash_module, 1, Props),
-    {hash_state, S} = lists:keyfind(hash_state, 1, Props),
-    {n_fragments, N} = lists:keyfind(n_fragments, 1, Props),
-    {Mod, S, N}.
+hash(Tab) -> fraghash_tab:hash(Tab).
 
 %% `hash/1' for inspection: a table that is not fragmented is one fragment
 %% of its own (`{none, none, 1}'); a missing one an error with a reason.
@@ -181,22 +159,25 @@ table_hash(Tab) ->
 
 %% @doc The name of fragment `N' of `Tab' (Mnesia's naming).
 -spec frag_name(atom(), pos_integer()) -> atom().
-frag_name(Tab, 1) -> Tab;
-frag_name(Tab, N) -> list_to_atom(atom_to_list(Tab) ++ "_frag" ++ integer_to_list(N)).
+frag_name(Tab, N) -> fraghash_tab:frag_name(Tab, N).
 
 %% @doc Installs `Fun(Tab, Step)', called at each step of an operation or a
 %% recovery (`undefined' removes it): for tracing, and for the kill -9 tests,
 %% which log the steps to know where a kill landed.
 -spec set_step_hook(fun((atom(), atom()) -> any()) | undefined) -> ok.
-set_step_hook(undefined) ->
-    _ = persistent_term:erase({?MODULE, step_hook}),
-    ok;
-set_step_hook(Fun) when is_function(Fun, 2) ->
-    persistent_term:put({?MODULE, step_hook}, Fun).
+set_step_hook(Fun) -> fraghash_tab:set_step_hook(Fun).
 
 %%% add_frag
 
 do_add_frag(Tab, Nodes, Relieve) ->
+    case fraghash_grow:eligible(Tab) of
+        true -> fraghash_grow:add_frag(Tab, Nodes, Relieve);
+        false -> do_add_in_schema(Tab, Nodes, Relieve)
+    end.
+
+%% The add of tables fraghash_grow does not take: the schema change moves
+%% the records, and what it may not bring to disc is redone after.
+do_add_in_schema(Tab, Nodes, Relieve) ->
     {Mod, S, N} = hash(Tab),
     New = frag_name(Tab, N + 1),
     ok = fraghash_frag_recovery:remove_leftover_files(New),
@@ -441,33 +422,7 @@ schema_transaction(Tab, Change, Relieve, Check) ->
               ok
       end).
 
-%%% Internals shared with fraghash_frag_recovery
-
-%% @private Runs F over Items in transactions of ?BATCH items.
-batches(_F, []) ->
-    {atomic, ok};
-batches(F, Items) ->
-    {Batch, Rest} = lists:split(min(?BATCH, length(Items)), Items),
-    case mnesia:transaction(fun() -> lists:foreach(F, Batch) end) of
-        {atomic, ok} -> batches(F, Rest);
-        Aborted -> Aborted
-    end.
-
-%% @private Makes what was committed so far to fragments 1..N (those that
-%% exist) and to the journal durable, on every node holding a disc copy of
-%% one of them (see fraghash_durable).
-durable(Tab, N) ->
-    Tables = mnesia:system_info(tables),
-    fraghash_durable:tables([F || I <- lists:seq(1, N), F <- [frag_name(Tab, I)],
-                                  lists:member(F, Tables)]
-                            ++ [fraghash_journal || lists:member(fraghash_journal, Tables)]).
-
-%% @private Calls the step hook, if any.
-step(Tab, Step) ->
-    case persistent_term:get({?MODULE, step_hook}, undefined) of
-        undefined -> ok;
-        Fun -> _ = Fun(Tab, Step), ok
-    end.
+%%% Internals
 
 %% The fragment with the most bytes on disc on this node.
 largest(Tab) ->
@@ -629,20 +584,3 @@ fragment_info(I, Frag) ->
         end,
     #{fragment => I, table => Frag, records => Records, bytes => Bytes,
       storage => Storage, node => Node}.
-
-%%% Internals
-
-misplaced(Tab) ->
-    {_Mod, _S, N} = hash(Tab),
-    misplaced(Tab, [frag_name(Tab, F) || F <- lists:seq(1, N)]).
-
-%% @private `{From, To, Key}' for each key of the fragments `Frags' (table
-%% names) that the hash module routes to another fragment `To'.
--spec misplaced(atom(), [atom()]) -> [{atom(), atom(), term()}].
-misplaced(Tab, Frags) ->
-    {Mod, S, _N} = hash(Tab),
-    lists:append(
-      [[{From, To, K} || K <- mnesia:dirty_all_keys(From),
-                         To <- [frag_name(Tab, Mod:key_to_frag_number(S, K))],
-                         To =/= From]
-       || From <- Frags]).

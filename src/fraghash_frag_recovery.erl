@@ -9,7 +9,7 @@
 -export([recover/2, finish_add/2, finish_add/3, finish_del/2, undo_copies/2,
          remove_leftover_files/1]).
 
--import(fraghash_frag, [batches/2, durable/2, step/2, frag_name/2, hash/1]).
+-import(fraghash_tab, [batches/2, durable/2, step/2, frag_name/2, hash/1]).
 
 %% Extensions of the files Mnesia keeps per table in its directory.
 -define(FILE_EXTS, [".DCD", ".DCL", ".DAT", ".TMP", ".DMP"]).
@@ -173,9 +173,9 @@ sweep(Tab, Donors, New, Moves, When) ->
                       recovery ->
                           ok
                   end,
-                  fraghash_frag:misplaced(Tab, Donors)
+                  fraghash_tab:misplaced(Tab, Donors)
           end),
-    {atomic, ok} = fraghash_frag:move_misplaced(Away, Moved),
+    {atomic, ok} = fraghash_tab:move_misplaced(Away, Moved),
     ok.
 
 %% @doc After a committed del_frag: the merged records were already in
@@ -245,12 +245,12 @@ rollback(Tab, #{n := N} = Entry, N, Orphan) ->
 
 %% Moves each {Key, Fragment} that the hash module routes elsewhere to
 %% where it routes, unless that fragment holds the key already; deletes it
-%% from Fragment in either case (fraghash_frag:move_misplaced/1).
+%% from Fragment in either case (fraghash_tab:move_misplaced/1).
 move_stale(Tab, Items) ->
     {Mod, S, _N} = hash(Tab),
     Stale = [{F, To, K} || {K, F} <- Items,
                            To <- [frag_name(Tab, Mod:key_to_frag_number(S, K))], To =/= F],
-    {atomic, ok} = fraghash_frag:move_misplaced(Stale),
+    {atomic, ok} = fraghash_tab:move_misplaced(Stale),
     ok.
 
 %% Deletes each {Key, Fragment} still there that the hash module routes

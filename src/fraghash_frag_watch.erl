@@ -1,6 +1,8 @@
-%% @doc What writers racing an `add_frag' did to the fragments it takes
-%% records from, so that `fraghash_frag' can settle their changes after the
-%% commit.
+%% @doc What writers did to the fragments an `add_frag' takes records
+%% from while it ran: `fraghash_grow' copies again the keys they touched
+%% (each {@link take/2} gives the events since the last one) and settles
+%% the writers that raced its switch; `fraghash_frag' settles those that
+%% raced its schema change, as below.
 %%
 %% Mnesia's routing race: a writer names the fragment of a key with the
 %% hash state it reads before it takes its locks. A transaction older than
@@ -22,60 +24,104 @@
 %% and its events, sent during its commit, are in. The change's own moves
 %% (its transaction's events) are left out.</li>
 %% </ol>
-%% On one node the events of a commit reach the watcher before the commit's
-%% locks are released, so before anything that waited for them. Only this
-%% node's commits are seen: a racing writer on another node is seen when
-%% its commit is applied here, which Mnesia does for a table replicated
-%% here; the donors of a table with no replica here are not watched. A kill
-%% between a racing delete and the follow-up loses what was watched. The
-%% watcher holds every event on the donors from the mark to the follow-up's
-%% lock: memory in proportion to the writes made to them in that time.
+%% Each fragment is watched on one node that holds an active replica of it
+%% (this node when it does), by a watcher process there: every commit to
+%% the fragment is applied on that node, and there the events of a commit
+%% reach the watcher before the commit's locks are released, so before
+%% anything that waited for them. A watcher whose node goes down makes
+%% {@link take/2} raise: the caller's operation stops and recovery takes
+%% over. A kill between a racing delete and the follow-up loses what was
+%% watched. The watchers hold every event on the fragments from the mark
+%% (or the last take) to the follow-up: memory in proportion to the writes
+%% made to them in that time.
 -module(fraghash_frag_watch).
 
--export([start/1, mark/2, racing/2, stop/1, undo_racing_deletes/3]).
+-export([start/1, mark/2, racing/2, take/2, stop/1, undo_racing_deletes/3]).
 
-%% @doc Starts watching the fragments `Frags' (those with a replica on this
-%% node); the watcher ends with its caller.
--spec start([atom()]) -> pid().
+-opaque watch() :: [pid()].
+-export_type([watch/0]).
+
+%% @doc Starts watching the fragments `Frags'; the watchers end with their
+%% caller.
+-spec start([atom()]) -> watch().
 start(Frags) ->
     Caller = self(),
-    Ref = make_ref(),
-    Pid = spawn(fun() ->
-                        MRef = monitor(process, Caller),
-                        Local = mnesia:system_info(local_tables),
-                        _ = [mnesia:subscribe({table, F, simple})
-                             || F <- Frags, lists:member(F, Local)],
-                        Caller ! {Ref, watching},
-                        loop(Caller, MRef, none, [])
-                end),
-    receive {Ref, watching} -> Pid end.
+    ByNode = lists:foldl(fun(F, Acc) ->
+                                 maps:update_with(watch_node(F), fun(Fs) -> [F | Fs] end, [F], Acc)
+                         end, #{}, Frags),
+    [start_on(Node, Fs, Caller) || {Node, Fs} <- maps:to_list(ByNode)].
 
-%% @doc Called from the schema transaction `Tid', holding its locks.
--spec mark(pid(), term()) -> ok.
-mark(Pid, Tid) ->
-    Pid ! {mark, Tid},
-    ok.
-
-%% @doc The events since the last mark, oldest first, without the marking
-%% transaction's own and those of the watcher's caller: `{write, Record, Tid}', `{delete, {Frag, Key}, Tid}'
-%% or `{delete_object, Record, Tid}', the record's first element being the
-%% fragment's name. Waits at most `Timeout' ms for the watcher.
--spec racing(pid(), timeout()) -> [tuple()].
-racing(Pid, Timeout) ->
-    Ref = monitor(process, Pid),
-    Pid ! {racing, self(), Ref},
-    receive
-        {Ref, Events} -> demonitor(Ref, [flush]), Events;
-        {'DOWN', Ref, process, Pid, _} -> []
-    after Timeout ->
-            demonitor(Ref, [flush]),
-            []
+%% The node that watches fragment `F': this one when it holds an active
+%% replica, else the first that does.
+watch_node(F) ->
+    case mnesia:table_info(F, active_replicas) of
+        [] -> error({fraghash, no_active_replica, F});
+        Nodes -> case lists:member(node(), Nodes) of
+                     true -> node();
+                     false -> hd(Nodes)
+                 end
     end.
 
-%% @doc Stops the watcher.
--spec stop(pid()) -> ok.
-stop(Pid) ->
-    exit(Pid, kill),
+start_on(Node, Frags, Caller) ->
+    Ref = make_ref(),
+    Pid = spawn(Node, fun() ->
+                              MRef = monitor(process, Caller),
+                              [{ok, _} = mnesia:subscribe({table, F, simple}) || F <- Frags],
+                              Caller ! {Ref, watching, self()},
+                              loop(Caller, MRef, none, [])
+                      end),
+    receive
+        {Ref, watching, Pid} -> Pid
+    after 30000 ->
+            exit(Pid, kill),
+            error({fraghash, watcher_not_started, Node})
+    end.
+
+%% @doc Called from the schema transaction `Tid', holding its locks.
+-spec mark(watch(), term()) -> ok.
+mark(Pids, Tid) ->
+    [Pid ! {mark, Tid} || Pid <- Pids],
+    ok.
+
+%% @doc The events since the last mark, oldest first per fragment, without
+%% the marking transaction's own and those of the watcher's caller: `{write,
+%% Record, Tid}', `{delete, {Frag, Key}, Tid}' or `{delete_object, Record,
+%% Tid}', the record's first element being the fragment's name. Waits at
+%% most `Timeout' ms for each watcher; a watcher gone answers nothing.
+-spec racing(watch(), timeout()) -> [tuple()].
+racing(Pids, Timeout) ->
+    lists:append([ask(Pid, racing, Timeout, []) || Pid <- Pids]).
+
+%% @doc As {@link racing/2}, and forgets the events returned: the next
+%% call returns only later ones. Raises when a watcher is gone or does not
+%% answer (its events would be missing).
+-spec take(watch(), timeout()) -> [tuple()].
+take(Pids, Timeout) ->
+    lists:append([ask(Pid, take, Timeout, error) || Pid <- Pids]).
+
+ask(Pid, What, Timeout, OnFailure) ->
+    Ref = monitor(process, Pid),
+    Pid ! {What, self(), Ref},
+    receive
+        {Ref, Events} ->
+            demonitor(Ref, [flush]),
+            Events;
+        {'DOWN', Ref, process, Pid, Why} when OnFailure =:= error ->
+            error({fraghash, watcher_gone, node(Pid), Why});
+        {'DOWN', Ref, process, Pid, _} ->
+            OnFailure
+    after Timeout ->
+            demonitor(Ref, [flush]),
+            case OnFailure of
+                error -> error({fraghash, watcher_timeout, node(Pid)});
+                _ -> OnFailure
+            end
+    end.
+
+%% @doc Stops the watchers.
+-spec stop(watch()) -> ok.
+stop(Pids) ->
+    [exit(Pid, kill) || Pid <- Pids],
     ok.
 
 %% @doc For each key an add moved (`Moved': key to the record moved) whose
@@ -133,6 +179,9 @@ loop(Caller, MRef, Tid, Acc) ->
         {racing, From, Ref} ->
             From ! {Ref, lists:reverse(Acc)},
             loop(Caller, MRef, Tid, Acc);
+        {take, From, Ref} ->
+            From ! {Ref, lists:reverse(Acc)},
+            loop(Caller, MRef, Tid, []);
         {'DOWN', MRef, process, _, _} ->
             ok
     end.

@@ -191,10 +191,10 @@ restore_chunks(Tab, F, {Recs, Cont}, Back) ->
 restore_records(_Tab, []) ->
     0;
 restore_records(Tab, Items) ->
-    {Mod, S, _N} = fraghash_frag:hash(Tab),
+    {Mod, S, _N} = fraghash_tab:hash(Tab),
     Tables = mnesia:system_info(tables),
     Mine = [{F, R} || {F, R} <- Items, lists:member(F, Tables),
-                      fraghash_frag:frag_name(Tab, Mod:key_to_frag_number(S, element(2, R)))
+                      fraghash_tab:frag_name(Tab, Mod:key_to_frag_number(S, element(2, R)))
                           =:= F],
     write_missing(Mine, 0).
 

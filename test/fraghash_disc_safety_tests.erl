@@ -54,7 +54,7 @@ disc_safety_test_() ->
               ++ [{timeout, ?T, {lists:concat(["a step that fails at ", Step,
                                                " returns a reason, and recovery finishes"]),
                                  fun() -> step_fails(Op, Step) end}}
-                  || {Op, Step} <- [{add, add_journaled}, {add, add_committed},
+                  || {Op, Step} <- [{add, grow_copy}, {add, grow_switched},
                                     {del, del_copy}, {del, del_committed}]]
               ++ [{timeout, ?T, {lists:concat([Mod, " ", Copies, ": a bag table grows and shrinks"]),
                                  fun() -> bag_table(Mod, Copies) end}}
@@ -65,11 +65,18 @@ disc_safety_test_() ->
                                  fun() -> interrupted(Mod, Copies, Op, Step) end}}
                   || Mod <- [mnesia_frag_hash, mnesia_frag_slots],
                      Copies <- [n_disc_copies, n_disc_only_copies],
-                     {Op, Step} <- [{add, add_schema}, {add, add_committed},
-                                    {add, add_cleanup}, {del, del_copy},
-                                    {del, del_schema}, {del, del_committed},
-                                    {del, del_cleanup}]]}
+                     {Op, Step} <- add_steps(Copies)
+                                   ++ [{del, del_copy}, {del, del_schema},
+                                       {del, del_committed}, {del, del_cleanup}]]}
      end}.
+
+%% The steps of an add: disc_copies tables move records in ordinary
+%% transactions (fraghash_grow), disc_only_copies ones in the schema
+%% change.
+add_steps(n_disc_copies) ->
+    [{add, S} || S <- [grow_create, grow_copy, grow_switch, grow_switched, grow_clean]];
+add_steps(n_disc_only_copies) ->
+    [{add, S} || S <- [add_schema, add_committed, add_cleanup]].
 
 setup() ->
     fraghash_test_support:quiet_overload(),
@@ -219,9 +226,9 @@ snapshot_cannot_be_written() ->
     check(Tab, 4).
 
 %% Mnesia's routing race, made to happen: a writer's transaction, older
-%% than the add's schema transaction, routes a key the add moves with the
-%% state from before the change, and asks for its lock while the change
-%% holds it; it deletes the key from the fragment the key has just left.
+%% than the add's switch, routes a key the add moves with the state from
+%% before the switch, and asks for its lock while the switch holds it; it
+%% deletes the key from the fragment the key has just left.
 %% The delete is acknowledged, so the key must stay deleted.
 racing_delete() ->
     Tab = safety_racing_delete,
@@ -248,8 +255,8 @@ racing_delete() ->
                end),
     receive {writer, started} -> ok end,
     fraghash_frag:set_step_hook(
-      fun(T, add_journaled) when T =:= Tab ->
-              %% The change holds its locks: let the writer route and queue.
+      fun(T, grow_switch_locked) when T =:= Tab ->
+              %% The switch holds its locks: let the writer route and queue.
               Writer ! go,
               timer:sleep(300);
          (_, _) ->
@@ -462,7 +469,9 @@ step_fails(Op, Step) ->
 %% into the new fragment.
 new_fragment_lost_moves() ->
     Tab = safety_lost_moves,
-    ok = create(Tab, mnesia_frag_slots, n_disc_copies),
+    %% (disc_only_copies: the tables whose add moves records in the schema
+    %% change.)
+    ok = create(Tab, mnesia_frag_slots, n_disc_only_copies),
     ok = die_at(Tab, add_committed, fun() -> fraghash_frag:add_frag(Tab, [node()]) end),
     {_, _, 4} = fraghash_frag:hash(Tab),
     #{moves := Moves} = fraghash_journal:read(Tab),

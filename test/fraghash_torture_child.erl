@@ -70,7 +70,10 @@ main([Dir, RunS, Mode]) ->
         false -> ok
     end,
     ok = mnesia:wait_for_tables(mnesia:system_info(tables), 120000),
-    fraghash_frag:set_step_hook(fun(Tab, Step) -> mark(Dir, "step ~s ~s", [Tab, Step]) end),
+    fraghash_frag:set_step_hook(fun(Tab, Step) ->
+                                        mark(Dir, "step ~s ~s", [Tab, Step]),
+                                        linger(Step)
+                                end),
     mark(Dir, "recover_start ~w", [pending()]),
     ok = fraghash_frag:recover(),
     mark(Dir, "recover_end", []),
@@ -297,6 +300,15 @@ repair(Dir, Run, Tab, Exp, Bad) ->
               log_line(Log, {ack, {Run, repair}, K, Last})
       end, Bad),
     ok = file:close(Log).
+
+%% An add that moves records in ordinary transactions takes milliseconds on
+%% these tables, so a kill rarely lands inside it: each of its steps
+%% lingers a little, so that kills find every one of them.
+linger(Step) ->
+    case atom_to_list(Step) of
+        "grow_" ++ _ -> timer:sleep(rand:uniform(25) - 1);
+        _ -> ok
+    end.
 
 mark(Dir, Fmt, Args) ->
     {ok, F} = file:open(filename:join(Dir, "marks.log"), [append, raw]),

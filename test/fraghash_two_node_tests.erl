@@ -31,13 +31,14 @@ two_node_tests() ->
      {"kill -9 one of two nodes during add_frag/del_frag",
       fun() ->
               [case_(Mod, Op, Step, Victim, Copies)
-               || {Mod, Op, Step, Copies} <- [{mnesia_frag_slots, add, add_journaled, 2},
-                                              {mnesia_frag_slots, add, add_committed, 2},
-                                              {mnesia_frag_slots, add, add_cleanup, 2},
+               || {Mod, Op, Step, Copies} <- [{mnesia_frag_slots, add, grow_copy, 2},
+                                              {mnesia_frag_slots, add, grow_switch_locked, 2},
+                                              {mnesia_frag_slots, add, grow_switched, 2},
+                                              {mnesia_frag_slots, add, grow_clean, 2},
                                               {mnesia_frag_slots, del, del_copy, 2},
                                               {mnesia_frag_slots, del, del_verified, 2},
                                               {mnesia_frag_slots, del, del_committed, 2},
-                                              {mnesia_frag_hash, add, add_journaled, 2},
+                                              {mnesia_frag_hash, add, grow_switch_locked, 2},
                                               {mnesia_frag_hash, del, del_verified, 2},
                                               %% One disc copy per fragment,
                                               %% spread over both nodes; the

@@ -1,0 +1,111 @@
+%% @doc What the safe growth path (`fraghash_frag', `fraghash_frag_recovery',
+%% `fraghash_snapshot') reads and writes of a fragmented table, below all
+%% of them: its hash module and state, where a key lives now, fragment
+%% names, ordinary transactions in batches, durability, misplaced records,
+%% and the step hook the kill -9 tests log. Calls nothing of theirs, so
+%% every arrow of the growth path points down to here.
+-module(fraghash_tab).
+
+-export([hash/1, frag_name/2, router/1, batches/2, durable/2, misplaced/1, misplaced/2,
+         move_misplaced/1, move_misplaced/2, step/2, set_step_hook/1]).
+
+-define(BATCH, 500).
+
+%% @doc A fragmented table's hash module, hash state and fragment count, as
+%% its `frag_properties' give them on this node.
+-spec hash(atom()) -> {module(), term(), pos_integer()}.
+hash(Tab) ->
+    Props = mnesia:table_info(Tab, frag_properties),
+    {hash_module, Mod} = lists:keyfind(hash_module, 1, Props),
+    {hash_state, S} = lists:keyfind(hash_state, 1, Props),
+    {n_fragments, N} = lists:keyfind(n_fragments, 1, Props),
+    {Mod, S, N}.
+
+%% @doc The name of fragment `N' of `Tab' (Mnesia's naming).
+-spec frag_name(atom(), pos_integer()) -> atom().
+frag_name(Tab, 1) -> Tab;
+frag_name(Tab, N) -> list_to_atom(atom_to_list(Tab) ++ "_frag" ++ integer_to_list(N)).
+
+%% @doc Where each key of `Tab' lives now: a function from a key to the name
+%% of its fragment under the hash state this node holds at the call.
+-spec router(atom()) -> fun((term()) -> atom()).
+router(Tab) ->
+    {Mod, S, _N} = hash(Tab),
+    fun(Key) -> frag_name(Tab, Mod:key_to_frag_number(S, Key)) end.
+
+%% @doc Runs `F' over `Items' in ordinary transactions of 500 items; the
+%% first that aborts stops the rest and is returned.
+-spec batches(fun((term()) -> term()), [term()]) -> {atomic, ok} | {aborted, term()}.
+batches(_F, []) ->
+    {atomic, ok};
+batches(F, Items) ->
+    {Batch, Rest} = lists:split(min(?BATCH, length(Items)), Items),
+    case mnesia:transaction(fun() -> lists:foreach(F, Batch) end) of
+        {atomic, ok} -> batches(F, Rest);
+        Aborted -> Aborted
+    end.
+
+%% @doc Makes what was committed so far to fragments 1..N of `Tab' (those
+%% that exist) and to the journal durable, on every node holding a disc
+%% copy of one of them (see fraghash_durable).
+-spec durable(atom(), pos_integer()) -> ok.
+durable(Tab, N) ->
+    Tables = mnesia:system_info(tables),
+    fraghash_durable:tables([F || I <- lists:seq(1, N), F <- [frag_name(Tab, I)],
+                                  lists:member(F, Tables)]
+                            ++ [fraghash_journal || lists:member(fraghash_journal, Tables)]).
+
+%% @doc `{From, To, Key}' for each key of `Tab' in a fragment other than the
+%% one the hash module names (`To').
+-spec misplaced(atom()) -> [{atom(), atom(), term()}].
+misplaced(Tab) ->
+    {_Mod, _S, N} = hash(Tab),
+    misplaced(Tab, [frag_name(Tab, F) || F <- lists:seq(1, N)]).
+
+%% @doc As {@link misplaced/1}, for the keys of the fragments `Frags' only.
+-spec misplaced(atom(), [atom()]) -> [{atom(), atom(), term()}].
+misplaced(Tab, Frags) ->
+    Route = router(Tab),
+    lists:append([[{From, To, K} || K <- mnesia:dirty_all_keys(From),
+                                    To <- [Route(K)], To =/= From]
+                  || From <- Frags]).
+
+%% @doc Moves each misplaced `{From, To, Key}' (as {@link misplaced/2}
+%% gives them) to its right fragment `To', unless `To' holds the key
+%% already; deletes it from `From' in either case. Ordinary transactions.
+-spec move_misplaced([{atom(), atom(), term()}]) -> {atomic, ok} | {aborted, term()}.
+move_misplaced(Items) ->
+    move_misplaced(Items, #{}).
+
+%% @doc As {@link move_misplaced/1}; also where `To' holds the record
+%% `Moved' names for the key (the record an add moved there, unchanged
+%% since), the misplaced record, written after the move, replaces it.
+-spec move_misplaced([{atom(), atom(), term()}], #{term() => tuple()}) ->
+          {atomic, ok} | {aborted, term()}.
+move_misplaced(Items, Moved) ->
+    batches(fun({From, To, K}) ->
+                    There = mnesia:read(To, K, write),
+                    case There =:= [] orelse There =:= [maps:get(K, Moved, none)] of
+                        true -> [mnesia:write(To, R, write) || R <- mnesia:read(From, K, write)];
+                        false -> ok
+                    end,
+                    mnesia:delete(From, K, write)
+            end, Items).
+
+%% @doc Calls the step hook, if any, with the table and the step's name.
+-spec step(atom(), atom()) -> ok.
+step(Tab, Step) ->
+    case persistent_term:get({?MODULE, step_hook}, undefined) of
+        undefined -> ok;
+        Fun -> _ = Fun(Tab, Step), ok
+    end.
+
+%% @doc Installs `Fun(Tab, Step)', called at each step of an operation or a
+%% recovery (`undefined' removes it): for tracing, and for the kill -9 tests,
+%% which log the steps to know where a kill landed.
+-spec set_step_hook(fun((atom(), atom()) -> any()) | undefined) -> ok.
+set_step_hook(undefined) ->
+    _ = persistent_term:erase({?MODULE, step_hook}),
+    ok;
+set_step_hook(Fun) when is_function(Fun, 2) ->
+    persistent_term:put({?MODULE, step_hook}, Fun).
