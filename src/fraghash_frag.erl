@@ -4,11 +4,11 @@
 %% crash interrupted. The safety argument, step by step, is in
 %% docs/mnesia-disc-safety.md.
 %%
-%% An add of a `set' or `ordered_set' table without `disc_only_copies'
-%% fragments or foreign keys is `fraghash_grow''s: its records move in
-%% ordinary transactions and no schema change carries a record. The rest
-%% (del, and the add of `disc_only_copies' and `bag' tables) is this
-%% module's, in short:
+%% The add and the del of a `set' or `ordered_set' table without
+%% `disc_only_copies' fragments or foreign keys are `fraghash_grow''s and
+%% `fraghash_grow_del''s: their records move in ordinary transactions and
+%% no schema change carries a record. Those of `disc_only_copies' and `bag'
+%% tables are this module's, in short:
 %%
 %% Mnesia 4.21.3 (OTP 25) does not always bring to disc the record moves
 %% that `mnesia:change_table_frag/2' makes inside its schema transaction: a
@@ -117,6 +117,7 @@ recover(Tab) ->
         none -> ok;
         stale -> fraghash_journal:delete(Tab);
         #{op := grow_add} = Entry -> fraghash_grow:recover(Tab, Entry);
+        #{op := grow_del} = Entry -> fraghash_grow_del:recover(Tab, Entry);
         Entry -> fraghash_frag_recovery:recover(Tab, Entry)
     end.
 
@@ -246,13 +247,16 @@ moves(Ops) ->
 %%% del_frag
 
 do_del_frag(Tab) ->
-    {Mod, S, N} = hash(Tab),
-    case N > 1 of
-        false ->
+    case {hash(Tab), fraghash_grow:eligible(Tab)} of
+        {{_, _, 1}, _} ->
             {aborted, {fraghash, last_fragment,
                        lists:flatten(io_lib:format("~s has one fragment, which a table keeps: "
                                                    "there is none to remove", [Tab]))}};
-        true ->
+        {_, true} ->
+            fraghash_grow_del:del_frag(Tab);
+        {{Mod, S, N}, false} ->
+            %% Hidden copies first, then Mnesia's change, whose moves must
+            %% rewrite exactly those copies.
             Attempts = application:get_env(fraghash, del_frag_attempts, ?MAX_ATTEMPTS),
             del_attempts(Tab, Mod, S, N, [], Attempts)
     end.

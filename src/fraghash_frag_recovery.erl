@@ -264,20 +264,7 @@ delete_stale(Tab, Items) ->
 %% Removes a fragment table that is no longer (or not yet) one of its
 %% table's fragments, if Mnesia still has it.
 drop_orphan(Frag) ->
-    case lists:member(Frag, mnesia:system_info(tables)) of
-        false ->
-            ok;
-        true ->
-            {atomic, ok} =
-                mnesia_schema:schema_transaction(
-                  fun() ->
-                          TidTs = mnesia_schema:get_tid_ts_and_lock(schema, write),
-                          Ops = mnesia_schema:make_delete_table(Frag, single_frag),
-                          mnesia_schema:insert_schema_ops(TidTs, Ops),
-                          ok
-                  end),
-            ok
-    end.
+    fraghash_grow_schema:drop_orphan(Frag).
 
 %% @doc Deletes the files a table named `Frag' left in Mnesia's directory,
 %% when Mnesia has no such table: a fragment created again under the same

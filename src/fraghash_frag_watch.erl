@@ -1,8 +1,8 @@
-%% @doc What writers did to the fragments an `add_frag' takes records
-%% from while it ran: `fraghash_grow' copies again the keys they touched
-%% (each {@link take/2} gives the events since the last one) and settles
-%% the writers that raced its switch; `fraghash_frag' settles those that
-%% raced its schema change, as below.
+%% @doc What writers did to the fragments an operation takes records from
+%% while it ran: `fraghash_grow' and `fraghash_grow_del' copy again the keys
+%% they touched (each {@link take/2} gives the events since the last one);
+%% `fraghash_frag' settles the writers that raced its schema change, as
+%% below.
 %%
 %% Mnesia's routing race: a writer names the fragment of a key with the
 %% hash state it reads before it takes its locks. A transaction older than

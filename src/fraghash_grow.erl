@@ -20,15 +20,18 @@
 %% <li>`switching': the copies are synced on every node holding fragment
 %% N+1, and the records as copied are in the journal. Then `switch', under
 %% write locks on the donors and fragment N+1: the keys written since the
-%% last round are compared between donor and copy; any difference aborts
-%% the switch, those keys are copied again and the switch retried.
-%% Otherwise the hash state becomes `To' and every moved key reads from
-%% fragment N+1, which holds exactly what its donor held.</li>
-%% <li>`cleaning': each moved key is deleted from its donor, in batches; a
-%% donor record that changed after its copy (a writer that routed with
-%% `From' and waited for the switch's locks) replaces the copy when the
-%% copy is unchanged, else the copy, written since the switch, wins. The
-%% journal entry goes once that is durable.</li>
+%% last round are copied once more (named in the journal first, made by a
+%% `sync_dirty' activity of another process), and the hash state becomes
+%% `To': every moved key reads from fragment N+1, which holds exactly what
+%% its donor held.</li>
+%% <li>`cleaning': each key the donors hold that `To' sends to fragment N+1,
+%% and each moved key past the progress mark that its donor no longer
+%% holds, is reconciled and deleted from its donor, in batches, after
+%% {@link reconcile/6}: a donor record that changed (or went) after its
+%% copy (a writer that routed with `From' and waited for the switch's
+%% locks) replaces the copy when the copy is unchanged, else the copy,
+%% written since the switch, wins. The journal entry goes once that is
+%% durable.</li>
 %% </ol>
 %% Recovery: before the switch committed (`From' still the table's state)
 %% the hidden fragment is dropped, with the copies in it: the donors were
@@ -36,13 +39,16 @@
 %% idempotent. Which of the two holds is read from the table, by comparing
 %% its state with the entry's `From' and `To'.
 %%
-%% Limits of this path: `set' and `ordered_set' tables without foreign-key
-%% tables; a racing delete (a writer that routed a moved key with `From'
-%% and deleted it from its donor after the switch) is seen only while the
-%% operation runs, as in `fraghash_frag'.
+%% Limits of this path (see {@link eligible/1}): `set' and `ordered_set'
+%% tables without `disc_only_copies' fragments or foreign-key tables. The
+%% del is `fraghash_grow_del''s, which shares the copying and the
+%% reconciling here.
 -module(fraghash_grow).
 
 -export([add_frag/2, add_frag/3, eligible/1, recover/2]).
+%% Shared with fraghash_grow_del.
+-export([first_entry/2, router/2, copy/4, touched/2, fix/2, remember/2, not_done/2,
+         reconcile/6, unexpected_layout/4]).
 
 -import(fraghash_tab, [hash/1, frag_name/2, durable/2, step/2]).
 
@@ -92,6 +98,9 @@ first_entry(Tab, Entry) ->
 
 create(Tab, Nodes, #{n := N} = Entry) ->
     step(Tab, grow_create),
+    %% A table of the new fragment's name left by a kill, and files an
+    %% earlier table of that name left, would become its contents.
+    ok = clear_name(frag_name(Tab, N + 1)),
     case fraghash_grow_schema:add_hidden(Tab, Nodes) of
         {atomic, ok} ->
             ok = durable(Tab, N + 1),
@@ -101,9 +110,9 @@ create(Tab, Nodes, #{n := N} = Entry) ->
             Aborted
     end.
 
-%% @doc Whether this path grows `Tab': a `set' or `ordered_set' table with
-%% no `disc_only_copies' fragment and no foreign-key table (the others take
-%% `fraghash_frag''s).
+%% @doc Whether this path (and `fraghash_grow_del' for a del) takes `Tab':
+%% a `set' or `ordered_set' table with no `disc_only_copies' fragment and no
+%% foreign-key table (the others take `fraghash_frag''s).
 -spec eligible(atom()) -> boolean().
 eligible(Tab) ->
     {_Mod, _State, N} = hash(Tab),
@@ -121,21 +130,26 @@ recover(Tab, #{op := grow_add, n := N, from := From, to := To} = Entry) ->
     step(Tab, grow_recover),
     case hash(Tab) of
         {_, From, N} ->
-            %% add_hidden did not commit: nothing changed.
+            %% add_hidden did not commit, or its fragment was dropped.
+            ok = clear_name(frag_name(Tab, N + 1)),
             fraghash_journal:delete(Tab);
         {_, From, N1} when N1 =:= N + 1 ->
             rollback(Tab, Entry);
         {_, To, N1} when N1 =:= N + 1 ->
             clean(Tab, Entry, none);
         {_, _, N1} ->
-            %% Changed by something else since (a plain change_table_frag
-            %% let through): the entry cannot say what to do.
-            {error, {fraghash, unexpected_layout,
-                     lists:flatten(
-                       io_lib:format("~s has ~b fragments and a hash state that its add from ~b "
-                                     "fragments neither started from nor ended with: check it "
-                                     "with fraghash_frag:stale_copies/1", [Tab, N1, N]))}}
+            unexpected_layout(Tab, add, N, N1)
     end.
+
+%% @private A table changed by something else since its journal entry was
+%% written (a plain change_table_frag let through): the entry cannot say
+%% what to do.
+unexpected_layout(Tab, Op, N, N1) ->
+    {error, {fraghash, unexpected_layout,
+             lists:flatten(
+               io_lib:format("~s has ~b fragments and a hash state that its ~s from ~b fragments "
+                             "neither started from nor ended with: check it with "
+                             "fraghash_frag:stale_copies/1", [Tab, N1, Op, N]))}}.
 
 %%% Copying
 
@@ -148,7 +162,7 @@ copy_and_switch(Tab, #{n := N, from := From, to := To, donors := Donors} = Entry
         ok = fraghash_journal:write(Tab, Entry#{phase => copying}),
         step(Tab, grow_copy),
         Keys = [K || D <- Donors, K <- mnesia:dirty_all_keys(D), Moves(K)],
-        Moved = settle(Tab, Watcher, Route, Moves, New, copy(Route, New, Keys, #{}), ?ROUNDS),
+        Moved = settle(Tab, Watcher, Route, Moves, New, copy(Route, into(New), Keys, #{}), ?ROUNDS),
         switch(Tab, Entry, Watcher, Route, Moves, New, Moved)
     after
         fraghash_frag_watch:stop(Watcher)
@@ -161,30 +175,36 @@ settle(_Tab, _Watcher, _Route, _Moves, _New, Moved, 0) ->
 settle(Tab, Watcher, Route, Moves, New, Moved, Rounds) ->
     case touched(Watcher, Moves) of
         [] -> Moved;
-        Keys -> settle(Tab, Watcher, Route, Moves, New, copy(Route, New, Keys, Moved),
+        Keys -> settle(Tab, Watcher, Route, Moves, New, copy(Route, into(New), Keys, Moved),
                        Rounds - 1)
     end.
 
-%% Copies each key's records from where `Route' puts it to `New', in
+%% Copies each key's records from the fragment `Source(Key)' names to the
+%% one `Dest(Key)' names (nothing else left there under the key), in
 %% transactions of ?BATCH keys. `Moved' keeps, per key, the records of the
-%% last copy made into `New', sorted (`[]' for a key found deleted, whose
-%% copy is removed): what `New' holds there until a writer writes it.
-copy(Route, New, Keys, Moved) ->
-    copy_batches(Route, New, lists:usort(Keys), Moved).
+%% last copy made, sorted (`[]' for a key found deleted, whose copy is
+%% removed): what the destination holds there until a writer writes it.
+copy(Source, Dest, Keys, Moved) ->
+    copy_batches(Source, Dest, lists:usort(Keys), Moved).
 
-copy_batches(_Route, _New, [], Moved) ->
+copy_batches(_Source, _Dest, [], Moved) ->
     Moved;
-copy_batches(Route, New, Keys, Moved) ->
+copy_batches(Source, Dest, Keys, Moved) ->
     {Batch, Rest} = lists:split(min(?BATCH, length(Keys)), Keys),
-    {atomic, Copied} = mnesia:transaction(fun() -> [copy_key(Route, New, K) || K <- Batch] end),
-    copy_batches(Route, New, Rest, remember(Copied, Moved)).
+    {atomic, Copied} = mnesia:transaction(fun() -> [copy_key(Source, Dest, K) || K <- Batch] end),
+    copy_batches(Source, Dest, Rest, remember(Copied, Moved)).
 
 %% One key's copy, in the caller's activity: `{Key, Records}'.
-copy_key(Route, New, K) ->
-    Recs = mnesia:read(Route(K), K, read),
-    ok = mnesia:delete(New, K, write),
-    [ok = mnesia:write(New, R, write) || R <- Recs],
+copy_key(Source, Dest, K) ->
+    Recs = mnesia:read(Source(K), K, read),
+    D = Dest(K),
+    ok = mnesia:delete(D, K, write),
+    [ok = mnesia:write(D, R, write) || R <- Recs],
     {K, lists:sort(Recs)}.
+
+%% Every key to fragment `New'.
+into(New) ->
+    fun(_) -> New end.
 
 remember(Copied, Moved) ->
     maps:merge(Moved, maps:from_list(Copied)).
@@ -222,7 +242,7 @@ switch(Tab, #{n := N, from := From, to := To, donors := Donors} = Entry, Watcher
                             ok = fraghash_journal:write_from_other_process(
                                    Tab, Entry#{phase => switching,
                                                moved => remember(Planned, Moved)}),
-                            fix(New, Planned)
+                            fix(into(New), Planned)
                     end
             end,
     case fraghash_grow_schema:switch(Tab, From, To, Donors ++ [New], Check) of
@@ -236,18 +256,19 @@ switch(Tab, #{n := N, from := From, to := To, donors := Donors} = Entry, Watcher
             Aborted
     end.
 
-%% Writes each key's planned records into `New' (nothing else there under
-%% the key), from a process of its own in a `sync_dirty' activity: applied
-%% on every replica of `New' when it returns.
-fix(New, Planned) ->
+%% Writes each key's planned records into the fragment `Dest(Key)' names
+%% (nothing else there under the key), from a process of its own in a
+%% `sync_dirty' activity: applied on every replica when it returns.
+fix(Dest, Planned) ->
     {Pid, Ref} = spawn_monitor(
                    fun() ->
                            exit({fixed, mnesia:activity(
                                           sync_dirty,
                                           fun() ->
                                                   [begin
-                                                       ok = mnesia:delete(New, K, write),
-                                                       [ok = mnesia:write(New, R, write)
+                                                       D = Dest(K),
+                                                       ok = mnesia:delete(D, K, write),
+                                                       [ok = mnesia:write(D, R, write)
                                                         || R <- Recs]
                                                    end || {K, Recs} <- Planned],
                                                   ok
@@ -260,54 +281,78 @@ fix(New, Planned) ->
 
 %%% Cleaning
 
-%% Deletes each moved key from its donor. Which of the two copies is the
-%% key's value: `New''s, unless it is still the last copy this operation
-%% made (no writer wrote it since the switch), in which case the donor's,
-%% which a writer that routed with `From' may have changed after the
-%% switch. (A writer that writes, after the switch, exactly the records of
-%% the last copy is taken for none; its value was the donor's too, unless a
-%% writer routed with `From' changed that later still.) A donor
-%% that no longer holds the key was cleaned already, or a writer that
-%% routed with `From' deleted it there after the switch: only the watcher,
-%% while the operation runs, tells the second, and then the copy goes too.
-clean(Tab, #{n := N, from := From, moved := Moved, donors := Donors} = Entry, Watcher) ->
+%% Deletes each moved key from its donor, after reconciling the two copies
+%% (see {@link reconcile/6}). Once the donors' table locks are had, every
+%% writer that routed with `From' and queued behind the switch has
+%% committed. The keys: those the donors hold that `To' sends to `New' (the
+%% moved ones not cleaned yet, and keys such a writer inserted), and the
+%% moved keys past the progress mark that a donor no longer holds (such a
+%% writer deleted them).
+clean(Tab, #{n := N, from := From, to := To, moved := Moved, donors := Donors} = Entry,
+      _Watcher) ->
     ok = fraghash_journal:write(Tab, Entry#{phase => cleaning}),
     step(Tab, grow_clean),
-    Route = router(Tab, From),
     New = frag_name(Tab, N + 1),
-    %% Those writers have committed once the donors' locks are had.
+    Moves = moves(Tab, To, New),
     {atomic, ok} = mnesia:transaction(
                      fun() -> [mnesia:lock({table, D}, write) || D <- Donors], ok end),
-    Deleted = case Watcher of
-                  none -> #{};
-                  _ -> maps:from_list([{K, true}
-                                       || {delete, {_, K}, _}
-                                              <- fraghash_frag_watch:take(Watcher, ?WATCH_MS)])
-              end,
-    {atomic, ok} =
-        fraghash_tab:batches(
-          fun(K) ->
-                  Donor = Route(K),
-                  There = lists:sort(mnesia:read(New, K, write)),
-                  Here = lists:sort(mnesia:read(Donor, K, write)),
-                  Ours = There =:= maps:get(K, Moved),
-                  if
-                      Ours, Here =/= [], Here =/= There ->
-                          ok = mnesia:delete(New, K, write),
-                          [ok = mnesia:write(New, R, write) || R <- Here];
-                      Ours, Here =:= [], There =/= [] ->
-                          case is_map_key(K, Deleted) of
-                              true -> ok = mnesia:delete(New, K, write);
-                              false -> ok
-                          end;
-                      true ->
-                          ok
-                  end,
-                  ok = mnesia:delete(Donor, K, write)
-          end, maps:keys(Moved)),
+    Keys = [K || D <- Donors, K <- mnesia:dirty_all_keys(D), Moves(K)]
+        ++ not_done(Tab, Moved),
+    ok = reconcile(Tab, router(Tab, From), into(New), Keys, Moved, true),
     ok = durable(Tab, N + 1),
     step(Tab, grow_done),
     fraghash_journal:delete(Tab).
+
+%% @private The moved keys past the operation's progress mark.
+not_done(Tab, Moved) ->
+    case fraghash_journal:progress(Tab) of
+        none -> maps:keys(Moved);
+        {done_to, Mark} -> [K || K <- maps:keys(Moved), K > Mark]
+    end.
+
+%% @private After a switch, for each key, in term order: which of the old
+%% fragment's records (`Old(Key)') and the new one's (`New(Key)') is the
+%% key's value. The new one's, unless it is still the last copy this
+%% operation made (`Moved'; none for a key it never copied): then no writer
+%% wrote it since the switch, and the old fragment's is the value, which a
+%% writer that routed with the old state may have changed, or deleted,
+%% after the switch. (A writer that writes, after the switch, exactly the
+%% records of the last copy is taken for none; its value was the old
+%% fragment's too, unless a writer routed with the old state changed that
+%% later still.) With `DeleteOld', the key then leaves the old fragment.
+%% Each batch of 500 keys commits with the journal's progress mark, so that
+%% a key whose old copy this removed is never taken, after a crash, for one
+%% a writer deleted.
+reconcile(Tab, Old, New, Keys, Moved, DeleteOld) ->
+    {atomic, ok} =
+        fraghash_tab:batches(
+          fun({last, K}) ->
+                  fraghash_journal:write_progress(Tab, K);
+             (K) ->
+                  {O, D} = {Old(K), New(K)},
+                  There = lists:sort(mnesia:read(D, K, write)),
+                  Here = lists:sort(mnesia:read(O, K, write)),
+                  case There =:= maps:get(K, Moved, []) andalso Here =/= There of
+                      true ->
+                          ok = mnesia:delete(D, K, write),
+                          [ok = mnesia:write(D, R, write) || R <- Here];
+                      false ->
+                          ok
+                  end,
+                  case DeleteOld of
+                      true -> ok = mnesia:delete(O, K, write);
+                      false -> ok
+                  end
+          end, with_marks(lists:usort(Keys))),
+    ok.
+
+%% Keys in batches of fraghash_tab:batches/2's size, each batch ending with
+%% its progress mark.
+with_marks([]) ->
+    [];
+with_marks(Keys) ->
+    {Batch, Rest} = lists:split(min(499, length(Keys)), Keys),
+    Batch ++ [{last, lists:last(Batch)} | with_marks(Rest)].
 
 %%% Rolling back
 
@@ -315,12 +360,19 @@ rollback(Tab, #{n := N, from := From}) ->
     step(Tab, grow_rollback),
     ok = drop_hidden(Tab, router(Tab, From), frag_name(Tab, N + 1)).
 
+%% No table and no file of fragment name `Frag' left.
+clear_name(Frag) ->
+    ok = fraghash_grow_schema:drop_orphan(Frag),
+    fraghash_frag_recovery:remove_leftover_files(Frag).
+
 %% Drops the hidden fragment (with whatever copies it holds) and the
 %% journal entry.
 drop_hidden(Tab, _Route, _New) ->
     {_Mod, From, _N} = hash(Tab),
     {atomic, ok} = fraghash_grow_schema:drop_last(Tab, From, From, [], fun() -> ok end),
     {_, _, N} = hash(Tab),
+    dumped = mnesia:dump_log(),
+    ok = clear_name(frag_name(Tab, N + 1)),
     ok = durable(Tab, N),
     fraghash_journal:delete(Tab).
 

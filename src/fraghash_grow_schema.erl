@@ -26,7 +26,7 @@
 %% (`foreign_key_tables_not_supported').
 -module(fraghash_grow_schema).
 
--export([add_hidden/2, switch/5, drop_last/5, hash/1]).
+-export([add_hidden/2, switch/5, drop_last/5, drop_orphan/1, hash/1]).
 
 %% @doc The table's hash module, hash state and fragment count as Mnesia
 %% holds them on this node: `{Mod, State, N}'.
@@ -107,6 +107,26 @@ drop_last(Tab, From, To, Frags, Check) ->
                       mnesia_schema:insert_schema_ops(
                         TidTs, [{op, change_table_frag, {fraghash, drop_last}, TabDef}, DropOp])
               end)
+    end.
+
+%% @doc Deletes the table `Frag' when it exists: a fragment table beyond
+%% its table's count, as Mnesia can leave one when a kill lands between
+%% the schema change that removed it and the next dump of the log.
+-spec drop_orphan(atom()) -> ok.
+drop_orphan(Frag) ->
+    case lists:member(Frag, mnesia:system_info(tables)) of
+        false ->
+            ok;
+        true ->
+            {atomic, ok} =
+                mnesia_schema:schema_transaction(
+                  fun() ->
+                          TidTs = mnesia_schema:get_tid_ts_and_lock(schema, write),
+                          mnesia_schema:insert_schema_ops(
+                            TidTs, mnesia_schema:make_delete_table(Frag, single_frag)),
+                          ok
+                  end),
+            ok
     end.
 
 %%% Internals

@@ -10,7 +10,8 @@
 %% of them sees it, and it survives a kill -9 of any of them from then on.
 -module(fraghash_journal).
 
--export([ensure/0, write/2, read/1, delete/1, pending/0, write_from_other_process/2]).
+-export([ensure/0, write/2, read/1, delete/1, pending/0, write_from_other_process/2,
+         progress/1, write_progress/2]).
 
 -define(TABLE, fraghash_journal).
 -define(WAIT_MS, 60000).
@@ -80,13 +81,34 @@ read(Tab) ->
             none
     end.
 
-%% @doc Removes the entry of `Tab', durably.
+%% @doc How far the cleaning of `Tab''s operation got: `{done_to, Key}'
+%% (every key up to `Key', in Erlang term order, is done), or `none'.
+%% Kept beside the entry (under `{progress, Tab}'), so that writing it does
+%% not rewrite the entry.
+-spec progress(atom()) -> {done_to, term()} | none.
+progress(Tab) ->
+    case mnesia:dirty_read(?TABLE, {progress, Tab}) of
+        [{?TABLE, _, Progress}] -> Progress;
+        [] -> none
+    end.
+
+%% @doc Records, inside the caller's transaction, that every key up to
+%% `Key' is done: the mark commits with the work it stands for, or not at
+%% all.
+-spec write_progress(atom(), term()) -> ok.
+write_progress(Tab, Key) ->
+    mnesia:write({?TABLE, {progress, Tab}, {done_to, Key}}).
+
+%% @doc Removes the entry of `Tab' and its progress mark, durably.
 -spec delete(atom()) -> ok.
 delete(Tab) ->
-    {atomic, ok} = mnesia:transaction(fun() -> mnesia:delete({?TABLE, Tab}) end),
+    {atomic, ok} = mnesia:transaction(fun() ->
+                                              mnesia:delete({?TABLE, {progress, Tab}}),
+                                              mnesia:delete({?TABLE, Tab})
+                                      end),
     fraghash_durable:tables([?TABLE]).
 
 %% @doc The tables that have an entry (an operation to finish or undo).
 -spec pending() -> [atom()].
 pending() ->
-    mnesia:dirty_all_keys(?TABLE).
+    [T || T <- mnesia:dirty_all_keys(?TABLE), is_atom(T)].

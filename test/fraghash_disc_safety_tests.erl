@@ -55,7 +55,7 @@ disc_safety_test_() ->
                                                " returns a reason, and recovery finishes"]),
                                  fun() -> step_fails(Op, Step) end}}
                   || {Op, Step} <- [{add, grow_copy}, {add, grow_switched},
-                                    {del, del_copy}, {del, del_committed}]]
+                                    {del, grow_del_copy}, {del, grow_del_dropped}]]
               ++ [{timeout, ?T, {lists:concat([Mod, " ", Copies, ": a bag table grows and shrinks"]),
                                  fun() -> bag_table(Mod, Copies) end}}
                   || Mod <- [mnesia_frag_hash, mnesia_frag_slots],
@@ -65,18 +65,19 @@ disc_safety_test_() ->
                                  fun() -> interrupted(Mod, Copies, Op, Step) end}}
                   || Mod <- [mnesia_frag_hash, mnesia_frag_slots],
                      Copies <- [n_disc_copies, n_disc_only_copies],
-                     {Op, Step} <- add_steps(Copies)
-                                   ++ [{del, del_copy}, {del, del_schema},
-                                       {del, del_committed}, {del, del_cleanup}]]}
+                     {Op, Step} <- steps(Copies)]}
      end}.
 
-%% The steps of an add: disc_copies tables move records in ordinary
-%% transactions (fraghash_grow), disc_only_copies ones in the schema
-%% change.
-add_steps(n_disc_copies) ->
-    [{add, S} || S <- [grow_create, grow_copy, grow_switch, grow_switched, grow_clean]];
-add_steps(n_disc_only_copies) ->
-    [{add, S} || S <- [add_schema, add_committed, add_cleanup]].
+%% The steps of an add and a del: disc_copies tables move records in
+%% ordinary transactions (fraghash_grow, fraghash_grow_del),
+%% disc_only_copies ones in the schema change.
+steps(n_disc_copies) ->
+    [{add, S} || S <- [grow_create, grow_copy, grow_switch, grow_switched, grow_clean]]
+        ++ [{del, S} || S <- [grow_del_copy, grow_del_switch, grow_del_switched, grow_del_clean,
+                              grow_del_dropped]];
+steps(n_disc_only_copies) ->
+    [{add, S} || S <- [add_schema, add_committed, add_cleanup]]
+        ++ [{del, S} || S <- [del_copy, del_schema, del_committed, del_cleanup]].
 
 setup() ->
     fraghash_test_support:quiet_overload(),
@@ -353,7 +354,8 @@ stale_journal() ->
 %% leaves no hidden copy, no journal entry and the table's rows exact.
 del_gives_up() ->
     Tab = safety_del_gives_up,
-    ok = create(Tab, mnesia_frag_slots, n_disc_copies),
+    %% (disc_only_copies: the tables whose del runs Mnesia's change.)
+    ok = create(Tab, mnesia_frag_slots, n_disc_only_copies),
     {atomic, ok} = fraghash_frag:add_frag(Tab, [node()]),
     {_, _, 4} = fraghash_frag:hash(Tab),
     Moving = mnesia:dirty_all_keys(fraghash_frag:frag_name(Tab, 4)),

@@ -12,7 +12,10 @@
 %% what a read gives afterwards, and no read during it missed a key;</li>
 %% <li>an add stopped at each step (the step hook raises), then recovered:
 %% before the switch the table is as before, after it as after the add;
-%% either way every record is readable and the table grows again.</li>
+%% either way every record is readable and the table grows again;</li>
+%% <li>the same for a del (`fraghash_grow_del'): every record readable
+%% after it and after a restart, down to one fragment; under load; stopped
+%% at each step.</li>
 %% </ul>
 -module(fraghash_grow_tests).
 
@@ -38,12 +41,19 @@ grow_test_() ->
               ++ [{timeout, ?T, {atom_to_list(M) ++ ": add moves every record, restart keeps them",
                                  fun() -> add(M) end}} || M <- ?MODULES]
               ++ [{timeout, ?T, {atom_to_list(M) ++ ": add under writers and a reader",
-                                 fun() -> under_load(M) end}}
+                                 fun() -> under_load(M, add) end}}
+                  || M <- [mnesia_frag_hash, mnesia_frag_slots]]
+              ++ [{timeout, ?T, {atom_to_list(M) ++ ": del moves every record, restart keeps them",
+                                 fun() -> del(M) end}} || M <- ?MODULES]
+              ++ [{timeout, ?T, {atom_to_list(M) ++ ": del under writers and a reader",
+                                 fun() -> under_load(M, del) end}}
                   || M <- [mnesia_frag_hash, mnesia_frag_slots]]
               ++ [{timeout, ?T, {"stopped at " ++ atom_to_list(Step) ++ ", then recovered",
                                  fun() -> stopped_at(Step) end}}
                   || Step <- [grow_create, grow_copy, grow_switch, grow_switched, grow_clean,
-                              grow_done]]}
+                              grow_done, grow_del_copy, grow_del_switch, grow_del_switched,
+                              grow_del_clean, grow_del_drop, grow_del_dropped,
+                              grow_del_done]]}
      end}.
 
 %%% A hidden fragment
@@ -99,10 +109,34 @@ add(Mod) ->
     check_after(Tab, Before),
     {atomic, ok} = mnesia:delete_table(Tab).
 
+%%% A del
+
+del(Mod) ->
+    Tab = table(del, Mod),
+    Before = contents(Tab),
+    {atomic, ok} = fraghash_frag:add_frag(Tab, [node()]),
+    {_, S, 5} = fraghash_frag:hash(Tab),
+    {S2, _, _} = Mod:del_frag(S),
+    ?assertEqual({atomic, ok}, fraghash_frag:del_frag(Tab)),
+    ?assertMatch({Mod, S2, 4}, fraghash_frag:hash(Tab)),
+    ?assertNot(lists:member(fraghash_frag:frag_name(Tab, 5), mnesia:system_info(tables))),
+    check_after(Tab, Before),
+    ?assertEqual(none, fraghash_journal:read(Tab)),
+    stopped = mnesia:stop(),
+    ok = mnesia:start(),
+    ok = mnesia:wait_for_tables(mnesia:system_info(tables), 30000),
+    check_after(Tab, Before),
+    %% Down to one fragment, and refused there.
+    [?assertEqual({atomic, ok}, fraghash_frag:del_frag(Tab)) || _ <- [1, 2, 3]],
+    check_after(Tab, Before),
+    ?assertMatch({aborted, {fraghash, last_fragment, _}}, fraghash_frag:del_frag(Tab)),
+    {atomic, ok} = mnesia:delete_table(Tab).
+
 %%% Under load
 
-under_load(Mod) ->
-    Tab = table(load, Mod),
+under_load(Mod, Op) ->
+    Tab = table(list_to_atom("load_" ++ atom_to_list(Op)), Mod),
+    {atomic, ok} = fraghash_frag:add_frag(Tab, [node()]),
     Self = self(),
     Stop = atomics:new(1, []),
     %% Writers overwrite and delete random keys (deleted keys are written
@@ -110,7 +144,10 @@ under_load(Mod) ->
     Writers = [spawn_link(fun() -> writer(Self, Tab, Stop, W, #{}) end) || W <- [1, 2, 3]],
     Reader = spawn_link(fun() -> reader(Self, Tab, Stop, 0) end),
     timer:sleep(200),
-    ?assertEqual({atomic, ok}, fraghash_grow:add_frag(Tab, [node()])),
+    ?assertEqual({atomic, ok}, case Op of
+                                   add -> fraghash_frag:add_frag(Tab, [node()]);
+                                   del -> fraghash_frag:del_frag(Tab)
+                               end),
     timer:sleep(200),
     ok = atomics:put(Stop, 1, 1),
     Last = lists:foldl(fun(W, Acc) -> receive {W, Seen} -> maps:merge(Acc, Seen) end end,
@@ -172,27 +209,42 @@ stopped_at(Step) ->
     Mod = mnesia_frag_slots,
     Tab = table(list_to_atom("stop_" ++ atom_to_list(Step)), Mod),
     Before = contents(Tab),
+    Op = case atom_to_list(Step) of
+             "grow_del" ++ _ -> del;
+             _ -> add
+         end,
     {_, S, 4} = fraghash_frag:hash(Tab),
-    {S2, _, _} = Mod:add_frag(S),
+    {S2, N2} = case Op of
+                   add -> {element(1, Mod:add_frag(S)), 5};
+                   del -> {element(1, Mod:del_frag(S)), 3}
+               end,
     ok = fraghash_frag:set_step_hook(fun(T, St) when T =:= Tab, St =:= Step ->
                                              error(stopped_here);
                                         (_, _) -> ok
                                      end),
     try
-        ?assertError(stopped_here, fraghash_grow:add_frag(Tab, [node()]))
+        ?assertError(stopped_here, case Op of
+                                       add -> fraghash_grow:add_frag(Tab, [node()]);
+                                       del -> fraghash_grow_del:del_frag(Tab)
+                                   end)
     after
         fraghash_frag:set_step_hook(undefined)
     end,
     ?assertEqual(ok, fraghash_frag:recover(Tab)),
     ?assertEqual(none, fraghash_journal:read(Tab)),
     {_, State, N} = fraghash_frag:hash(Tab),
-    Switched = lists:member(Step, [grow_switched, grow_clean, grow_done]),
+    Switched = lists:member(Step, [grow_switched, grow_clean, grow_done, grow_del_switched,
+                                   grow_del_clean, grow_del_drop, grow_del_dropped,
+                                   grow_del_done]),
     case Switched of
-        true -> ?assertEqual({S2, 5}, {State, N});
+        true -> ?assertEqual({S2, N2}, {State, N});
         false -> ?assertEqual({S, 4}, {State, N})
     end,
     check_after(Tab, Before),
-    ?assertEqual({atomic, ok}, fraghash_grow:add_frag(Tab, [node()])),
+    ?assertEqual({atomic, ok}, case Op of
+                                   add -> fraghash_frag:add_frag(Tab, [node()]);
+                                   del -> fraghash_frag:del_frag(Tab)
+                               end),
     check_after(Tab, Before),
     {atomic, ok} = mnesia:delete_table(Tab).
 

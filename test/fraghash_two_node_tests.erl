@@ -35,11 +35,11 @@ two_node_tests() ->
                                               {mnesia_frag_slots, add, grow_switch_locked, 2},
                                               {mnesia_frag_slots, add, grow_switched, 2},
                                               {mnesia_frag_slots, add, grow_clean, 2},
-                                              {mnesia_frag_slots, del, del_copy, 2},
-                                              {mnesia_frag_slots, del, del_verified, 2},
-                                              {mnesia_frag_slots, del, del_committed, 2},
+                                              {mnesia_frag_slots, del, grow_del_copy, 2},
+                                              {mnesia_frag_slots, del, grow_del_switch_locked, 2},
+                                              {mnesia_frag_slots, del, grow_del_dropped, 2},
                                               {mnesia_frag_hash, add, grow_switch_locked, 2},
-                                              {mnesia_frag_hash, del, del_verified, 2},
+                                              {mnesia_frag_hash, del, grow_del_switch_locked, 2},
                                               %% One disc copy per fragment,
                                               %% spread over both nodes; the
                                               %% kill right after the call
