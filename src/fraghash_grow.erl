@@ -134,9 +134,9 @@ recover(Tab, #{op := grow_add, n := N, from := From, to := To} = Entry) ->
             ok = clear_name(frag_name(Tab, N + 1)),
             fraghash_journal:delete(Tab);
         {_, From, N1} when N1 =:= N + 1 ->
-            rollback(Tab, Entry);
+            rollback(Tab);
         {_, To, N1} when N1 =:= N + 1 ->
-            clean(Tab, Entry, none);
+            clean(Tab, Entry);
         {_, _, N1} ->
             unexpected_layout(Tab, add, N, N1)
     end.
@@ -249,10 +249,10 @@ switch(Tab, #{n := N, from := From, to := To, donors := Donors} = Entry, Watcher
         {atomic, ok} ->
             step(Tab, grow_switched),
             ok = durable(Tab, N + 1),
-            ok = clean(Tab, fraghash_journal:read(Tab), Watcher),
+            ok = clean(Tab, fraghash_journal:read(Tab)),
             {atomic, ok};
         Aborted ->
-            ok = drop_hidden(Tab, Route, New),
+            ok = drop_hidden(Tab),
             Aborted
     end.
 
@@ -288,8 +288,7 @@ fix(Dest, Planned) ->
 %% moved ones not cleaned yet, and keys such a writer inserted), and the
 %% moved keys past the progress mark that a donor no longer holds (such a
 %% writer deleted them).
-clean(Tab, #{n := N, from := From, to := To, moved := Moved, donors := Donors} = Entry,
-      _Watcher) ->
+clean(Tab, #{n := N, from := From, to := To, moved := Moved, donors := Donors} = Entry) ->
     ok = fraghash_journal:write(Tab, Entry#{phase => cleaning}),
     step(Tab, grow_clean),
     New = frag_name(Tab, N + 1),
@@ -356,9 +355,9 @@ with_marks(Keys) ->
 
 %%% Rolling back
 
-rollback(Tab, #{n := N, from := From}) ->
+rollback(Tab) ->
     step(Tab, grow_rollback),
-    ok = drop_hidden(Tab, router(Tab, From), frag_name(Tab, N + 1)).
+    ok = drop_hidden(Tab).
 
 %% No table and no file of fragment name `Frag' left.
 clear_name(Frag) ->
@@ -367,7 +366,7 @@ clear_name(Frag) ->
 
 %% Drops the hidden fragment (with whatever copies it holds) and the
 %% journal entry.
-drop_hidden(Tab, _Route, _New) ->
+drop_hidden(Tab) ->
     {_Mod, From, _N} = hash(Tab),
     {atomic, ok} = fraghash_grow_schema:drop_last(Tab, From, From, [], fun() -> ok end),
     {_, _, N} = hash(Tab),

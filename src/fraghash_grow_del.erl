@@ -65,7 +65,7 @@ recover(Tab, #{op := grow_del, n := N, from := From, to := To} = Entry) ->
         {_, From, N} ->
             rollback(Tab, Entry);
         {_, To, N} ->
-            clean_and_drop(Tab, Entry, none);
+            clean_and_drop(Tab, Entry);
         {_, To, N1} when N1 =:= N - 1 ->
             finish(Tab, N);
         {_, _, N1} ->
@@ -105,7 +105,7 @@ copy_and_switch(Tab, Last, #{n := N, from := From, to := To, dests := Dests} = E
             {atomic, ok} ->
                 step(Tab, grow_del_switched),
                 ok = durable(Tab, N),
-                ok = clean_and_drop(Tab, fraghash_journal:read(Tab), Watcher),
+                ok = clean_and_drop(Tab, fraghash_journal:read(Tab)),
                 {atomic, ok};
             Aborted ->
                 ok = rollback(Tab, Entry),
@@ -128,7 +128,7 @@ settle(Watcher, Source, Dest, All, Moved, Rounds) ->
 
 %% Reconciles what writers that routed with `From' did to the last fragment
 %% after the switch, then drops it.
-clean_and_drop(Tab, #{n := N, to := To, moved := Moved} = Entry, _Watcher) ->
+clean_and_drop(Tab, #{n := N, to := To, moved := Moved} = Entry) ->
     ok = fraghash_journal:write(Tab, Entry#{phase => cleaning}),
     step(Tab, grow_del_clean),
     Last = frag_name(Tab, N),
