@@ -47,8 +47,8 @@
 
 -export([add_frag/2, add_frag/3, eligible/1, recover/2]).
 %% Shared with fraghash_grow_del.
--export([first_entry/2, router/2, copy/4, touched/2, fix/2, remember/2, not_done/2,
-         reconcile/6, unexpected_layout/4]).
+-export([first_entry/2, router/2, copy/4, settle/5, last_copy/8, not_done/2, reconcile/6,
+         unexpected_layout/4]).
 
 -import(fraghash_tab, [hash/1, frag_name/2, durable/2, step/2]).
 
@@ -162,21 +162,24 @@ copy_and_switch(Tab, #{n := N, from := From, to := To, donors := Donors} = Entry
         ok = fraghash_journal:write(Tab, Entry#{phase => copying}),
         step(Tab, grow_copy),
         Keys = [K || D <- Donors, K <- mnesia:dirty_all_keys(D), Moves(K)],
-        Moved = settle(Tab, Watcher, Route, Moves, New, copy(Route, into(New), Keys, #{}), ?ROUNDS),
+        Moved = settle(Watcher, Route, into(New), Moves, copy(Route, into(New), Keys, #{})),
         switch(Tab, Entry, Watcher, Route, Moves, New, Moved)
     after
         fraghash_frag_watch:stop(Watcher)
     end.
 
-%% Copy rounds over the keys writers touched since the last round, until
-%% a round finds none or `Rounds' are done.
-settle(_Tab, _Watcher, _Route, _Moves, _New, Moved, 0) ->
+%% @private Copy rounds from `Source(Key)' to `Dest(Key)' over the moving
+%% keys writers touched since the last round, until a round finds none or
+%% ?ROUNDS are done.
+settle(Watcher, Source, Dest, Moves, Moved) ->
+    settle(Watcher, Source, Dest, Moves, Moved, ?ROUNDS).
+
+settle(_Watcher, _Source, _Dest, _Moves, Moved, 0) ->
     Moved;
-settle(Tab, Watcher, Route, Moves, New, Moved, Rounds) ->
+settle(Watcher, Source, Dest, Moves, Moved, Rounds) ->
     case touched(Watcher, Moves) of
         [] -> Moved;
-        Keys -> settle(Tab, Watcher, Route, Moves, New, copy(Route, into(New), Keys, Moved),
-                       Rounds - 1)
+        Keys -> settle(Watcher, Source, Dest, Moves, copy(Source, Dest, Keys, Moved), Rounds - 1)
     end.
 
 %% Copies each key's records from the fragment `Source(Key)' names to the
@@ -231,20 +234,7 @@ switch(Tab, #{n := N, from := From, to := To, donors := Donors} = Entry, Watcher
     ok = durable(Tab, N + 1),
     ok = fraghash_journal:write(Tab, Entry#{phase => switching, moved => Moved}),
     step(Tab, grow_switch),
-    Check = fun() ->
-                    step(Tab, grow_switch_locked),
-                    case touched(Watcher, Moves) of
-                        [] ->
-                            ok;
-                        Keys ->
-                            Planned = [{K, lists:sort(mnesia:dirty_read(Route(K), K))}
-                                       || K <- Keys],
-                            ok = fraghash_journal:write_from_other_process(
-                                   Tab, Entry#{phase => switching,
-                                               moved => remember(Planned, Moved)}),
-                            fix(into(New), Planned)
-                    end
-            end,
+    Check = last_copy(Tab, Entry, grow_switch_locked, Watcher, Route, into(New), Moves, Moved),
     case fraghash_grow_schema:switch(Tab, From, To, Donors ++ [New], Check) of
         {atomic, ok} ->
             step(Tab, grow_switched),
@@ -254,6 +244,25 @@ switch(Tab, #{n := N, from := From, to := To, donors := Donors} = Entry, Watcher
         Aborted ->
             ok = drop_hidden(Tab),
             Aborted
+    end.
+
+%% @private The check a switch runs under its locks, which hold writers
+%% off the fragments involved: the moving keys they touched since the last
+%% round (all seen by then) are copied from `Source(Key)' to `Dest(Key)'
+%% once more, after the journal entry `Entry' (phase `switching') names
+%% those copies.
+last_copy(Tab, Entry, Step, Watcher, Source, Dest, Moves, Moved) ->
+    fun() ->
+            step(Tab, Step),
+            case touched(Watcher, Moves) of
+                [] ->
+                    ok;
+                Keys ->
+                    Planned = [{K, lists:sort(mnesia:dirty_read(Source(K), K))} || K <- Keys],
+                    ok = fraghash_journal:write_from_other_process(
+                           Tab, Entry#{phase => switching, moved => remember(Planned, Moved)}),
+                    fix(Dest, Planned)
+            end
     end.
 
 %% Writes each key's planned records into the fragment `Dest(Key)' names

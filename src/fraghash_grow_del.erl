@@ -39,7 +39,6 @@
 
 -import(fraghash_tab, [hash/1, frag_name/2, durable/2, step/2]).
 
--define(ROUNDS, 8).
 -define(WATCH_MS, 60000).
 
 %% @doc Removes the last fragment of `Tab' (which has two or more), moving
@@ -82,25 +81,12 @@ copy_and_switch(Tab, Last, #{n := N, from := From, to := To, dests := Dests} = E
     try
         step(Tab, grow_del_copy),
         Copied = fraghash_grow:copy(Source, Dest, mnesia:dirty_all_keys(Last), #{}),
-        Moved = settle(Watcher, Source, Dest, All, Copied, ?ROUNDS),
+        Moved = fraghash_grow:settle(Watcher, Source, Dest, All, Copied),
         ok = durable(Tab, N),
         ok = fraghash_journal:write(Tab, Entry#{phase => switching, moved => Moved}),
         step(Tab, grow_del_switch),
-        Check = fun() ->
-                        step(Tab, grow_del_switch_locked),
-                        case fraghash_grow:touched(Watcher, All) of
-                            [] ->
-                                ok;
-                            Keys ->
-                                Planned = [{K, lists:sort(mnesia:dirty_read(Last, K))}
-                                           || K <- Keys],
-                                ok = fraghash_journal:write_from_other_process(
-                                       Tab, Entry#{phase => switching,
-                                                   moved => fraghash_grow:remember(Planned,
-                                                                                   Moved)}),
-                                fraghash_grow:fix(Dest, Planned)
-                        end
-                end,
+        Check = fraghash_grow:last_copy(Tab, Entry, grow_del_switch_locked, Watcher, Source,
+                                        Dest, All, Moved),
         case fraghash_grow_schema:switch(Tab, From, To, Dests ++ [Last], Check) of
             {atomic, ok} ->
                 step(Tab, grow_del_switched),
@@ -113,15 +99,6 @@ copy_and_switch(Tab, Last, #{n := N, from := From, to := To, dests := Dests} = E
         end
     after
         fraghash_frag_watch:stop(Watcher)
-    end.
-
-settle(_Watcher, _Source, _Dest, _All, Moved, 0) ->
-    Moved;
-settle(Watcher, Source, Dest, All, Moved, Rounds) ->
-    case fraghash_grow:touched(Watcher, All) of
-        [] -> Moved;
-        Keys -> settle(Watcher, Source, Dest, All,
-                       fraghash_grow:copy(Source, Dest, Keys, Moved), Rounds - 1)
     end.
 
 %%% Cleaning and dropping
