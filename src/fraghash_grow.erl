@@ -39,28 +39,25 @@
 %% idempotent. Which of the two holds is read from the table, by comparing
 %% its state with the entry's `From' and `To'.
 %%
-%% Limits of this path (see {@link eligible/1}): `set' and `ordered_set'
-%% tables without `disc_only_copies' fragments or foreign-key tables. The
-%% del is `fraghash_grow_del''s, which shares the copying and the
-%% reconciling here.
+%% A table and its foreign-key tables grow together (`fraghash_grow_group'):
+%% each step above applies to each of them, and their states switch in one
+%% schema change. The copying and reconciling are `fraghash_grow_copy''s,
+%% shared with the del (`fraghash_grow_del'). Limits of this path (see
+%% {@link eligible/1}): tables without `disc_only_copies' fragments.
 -module(fraghash_grow).
 
 -export([add_frag/2, add_frag/3, eligible/1, recover/2]).
 %% Shared with fraghash_grow_del.
--export([first_entry/2, router/2, copy/4, settle/5, last_copy/8, not_done/2, reconcile/6,
-         unexpected_layout/4]).
+-export([first_entry/2, unexpected_layout/4, changes/3, frags/2, durable/2, clear_name/1]).
 
--import(fraghash_tab, [hash/1, frag_name/2, durable/2, step/2]).
+-import(fraghash_tab, [hash/1, frag_name/2, step/2]).
 
--define(BATCH, 500).
-%% Copy rounds before the switch.
--define(ROUNDS, 8).
 -define(WATCH_MS, 60000).
 
-%% @doc Adds a fragment to `Tab' on `Nodes' (as
-%% `mnesia:change_table_frag(Tab, {add_frag, Nodes})' places it), moving
-%% records in ordinary transactions. Returns once the new layout and every
-%% moved record are durable where they are held.
+%% @doc Adds a fragment to `Tab' (and to each of its foreign-key tables) on
+%% `Nodes' (as `mnesia:change_table_frag(Tab, {add_frag, Nodes})' places
+%% it), moving records in ordinary transactions. Returns once the new
+%% layout and every moved record are durable where they are held.
 -spec add_frag(atom(), [node()]) -> {atomic, ok} | {aborted, term()}.
 add_frag(Tab, Nodes) ->
     add_frag(Tab, Nodes, none).
@@ -71,20 +68,29 @@ add_frag(Tab, Nodes) ->
 -spec add_frag(atom(), [node()], none | {atom(), pos_integer()}) ->
           {atomic, ok} | {aborted, term()}.
 add_frag(Tab, Nodes, Relieve) ->
-    {Mod, From, N} = hash(Tab),
+    case fraghash_grow_group:parts(Tab) of
+        {ok, Parts0} ->
+            Parts = [planned(P, Relieve) || P <- Parts0],
+            Entry = #{op => grow_add, n => maps:get(n, hd(Parts)), parts => Parts},
+            case first_entry(Tab, Entry#{phase => creating}) of
+                ok -> create(Tab, Nodes, Entry);
+                Refused -> Refused
+            end;
+        Refused ->
+            Refused
+    end.
+
+%% A part with its target state, its donors and its new fragment.
+planned(#{tab := T, mod := Mod, from := From, n := N} = Part, Relieve) ->
     {To, Iter, _Lock} = try put(fraghash_relieve, Relieve), Mod:add_frag(From)
                         after erase(fraghash_relieve)
                         end,
-    Donors = [frag_name(Tab, I) || I <- lists:usort(Iter)],
-    Entry = #{op => grow_add, n => N, from => From, to => To, donors => Donors},
-    case first_entry(Tab, Entry#{phase => creating}) of
-        ok -> create(Tab, Nodes, Entry);
-        Refused -> Refused
-    end.
+    Part#{to => To, donors => [frag_name(T, I) || I <- lists:usort(Iter)],
+          new => frag_name(T, N + 1)}.
 
-%% The journal's first entry: one that cannot be written refuses the
-%% operation, nothing done (an entry left half written names a change that
-%% did not happen, which recovery sees and removes).
+%% @private The journal's first entry: one that cannot be written refuses
+%% the operation, nothing done (an entry left half written names a change
+%% that did not happen, which recovery sees and removes).
 first_entry(Tab, Entry) ->
     try fraghash_journal:write(Tab, Entry)
     catch
@@ -96,14 +102,14 @@ first_entry(Tab, Entry) ->
                                        "the operation again", [Tab, Why]))}}
     end.
 
-create(Tab, Nodes, #{n := N} = Entry) ->
+create(Tab, Nodes, #{n := N, parts := Parts} = Entry) ->
     step(Tab, grow_create),
-    %% A table of the new fragment's name left by a kill, and files an
+    %% A table of a new fragment's name left by a kill, and files an
     %% earlier table of that name left, would become its contents.
-    ok = clear_name(frag_name(Tab, N + 1)),
-    case fraghash_grow_schema:add_hidden(Tab, Nodes) of
+    [ok = clear_name(New) || #{new := New} <- Parts],
+    case fraghash_grow_schema:add_hidden(Tab, Nodes, [{T, F} || #{tab := T, from := F} <- Parts]) of
         {atomic, ok} ->
-            ok = durable(Tab, N + 1),
+            ok = durable(Parts, N + 1),
             copy_and_switch(Tab, Entry);
         Aborted ->
             ok = fraghash_journal:delete(Tab),
@@ -111,30 +117,25 @@ create(Tab, Nodes, #{n := N} = Entry) ->
     end.
 
 %% @doc Whether this path (and `fraghash_grow_del' for a del) takes `Tab':
-%% a `set' or `ordered_set' table with no `disc_only_copies' fragment and no
-%% foreign-key table (the others take `fraghash_frag''s).
+%% one with no `disc_only_copies' fragment, nor one in its foreign-key
+%% tables (the others take `fraghash_frag''s).
 -spec eligible(atom()) -> boolean().
 eligible(Tab) ->
     {_Mod, _State, N} = hash(Tab),
-    Frags = [frag_name(Tab, I) || I <- lists:seq(1, N)],
-    mnesia:table_info(Tab, type) =/= bag
-        andalso lists:member(lists:keyfind(foreign_key, 1,
-                                           mnesia:table_info(Tab, frag_properties)),
-                             [false, {foreign_key, undefined}])
-        andalso mnesia_frag:lookup_foreigners(Tab) =:= []
-        andalso lists:all(fun(F) -> mnesia:table_info(F, disc_only_copies) =:= [] end, Frags).
+    lists:all(fun({T, I}) -> mnesia:table_info(frag_name(T, I), disc_only_copies) =:= [] end,
+              [{T, I} || T <- [Tab | fraghash_grow_schema:foreigners(Tab)], I <- lists:seq(1, N)]).
 
 %% @doc Finishes or undoes the `grow_add' of journal entry `Entry'.
 -spec recover(atom(), map()) -> ok | {error, term()}.
-recover(Tab, #{op := grow_add, n := N, from := From, to := To} = Entry) ->
+recover(Tab, #{op := grow_add, n := N, parts := [#{from := From, to := To} | _]} = Entry) ->
     step(Tab, grow_recover),
     case hash(Tab) of
         {_, From, N} ->
-            %% add_hidden did not commit, or its fragment was dropped.
-            ok = clear_name(frag_name(Tab, N + 1)),
+            %% add_hidden did not commit, or its fragments were dropped.
+            [ok = clear_name(New) || #{new := New} <- maps:get(parts, Entry)],
             fraghash_journal:delete(Tab);
         {_, From, N1} when N1 =:= N + 1 ->
-            rollback(Tab);
+            rollback(Tab, Entry);
         {_, To, N1} when N1 =:= N + 1 ->
             clean(Tab, Entry);
         {_, _, N1} ->
@@ -151,247 +152,105 @@ unexpected_layout(Tab, Op, N, N1) ->
                              "neither started from nor ended with: check it with "
                              "fraghash_frag:stale_copies/1", [Tab, N1, Op, N]))}}.
 
-%%% Copying
+%%% Copying and switching
 
-copy_and_switch(Tab, #{n := N, from := From, to := To, donors := Donors} = Entry) ->
-    New = frag_name(Tab, N + 1),
-    Route = router(Tab, From),
-    Moves = moves(Tab, To, New),
+copy_and_switch(Tab, #{n := N, parts := Parts} = Entry) ->
+    Where = where(Parts, donors, to),
+    Donors = frags(Parts, donors),
     Watcher = fraghash_frag_watch:start(Donors),
     try
         ok = fraghash_journal:write(Tab, Entry#{phase => copying}),
         step(Tab, grow_copy),
-        Keys = [K || D <- Donors, K <- mnesia:dirty_all_keys(D), Moves(K)],
-        Moved = settle(Watcher, Route, into(New), Moves, copy(Route, into(New), Keys, #{})),
-        switch(Tab, Entry, Watcher, Route, Moves, New, Moved)
+        Moved = fraghash_grow_copy:settle(Watcher, Where,
+                                          fraghash_grow_copy:copy(Where, moving(Parts), #{})),
+        ok = durable(Parts, N + 1),
+        ok = fraghash_journal:write(Tab, Entry#{phase => switching, moved => Moved}),
+        step(Tab, grow_switch),
+        Check = fraghash_grow_copy:last_copy(Tab, Entry, grow_switch_locked, Watcher, Where,
+                                             Moved),
+        case fraghash_grow_schema:switch(Tab, changes(Parts, from, to), Donors ++ frags(Parts, new),
+                                         Check) of
+            {atomic, ok} ->
+                step(Tab, grow_switched),
+                ok = durable(Parts, N + 1),
+                ok = clean(Tab, fraghash_journal:read(Tab)),
+                {atomic, ok};
+            Aborted ->
+                ok = drop_hidden(Tab, Parts),
+                Aborted
+        end
     after
         fraghash_frag_watch:stop(Watcher)
     end.
 
-%% @private Copy rounds from `Source(Key)' to `Dest(Key)' over the moving
-%% keys writers touched since the last round, until a round finds none or
-%% ?ROUNDS are done.
-settle(Watcher, Source, Dest, Moves, Moved) ->
-    settle(Watcher, Source, Dest, Moves, Moved, ?ROUNDS).
-
-settle(_Watcher, _Source, _Dest, _Moves, Moved, 0) ->
-    Moved;
-settle(Watcher, Source, Dest, Moves, Moved, Rounds) ->
-    case touched(Watcher, Moves) of
-        [] -> Moved;
-        Keys -> settle(Watcher, Source, Dest, Moves, copy(Source, Dest, Keys, Moved), Rounds - 1)
-    end.
-
-%% Copies each key's records from the fragment `Source(Key)' names to the
-%% one `Dest(Key)' names (nothing else left there under the key), in
-%% transactions of ?BATCH keys. `Moved' keeps, per key, the records of the
-%% last copy made, sorted (`[]' for a key found deleted, whose copy is
-%% removed): what the destination holds there until a writer writes it.
-copy(Source, Dest, Keys, Moved) ->
-    copy_batches(Source, Dest, lists:usort(Keys), Moved).
-
-copy_batches(_Source, _Dest, [], Moved) ->
-    Moved;
-copy_batches(Source, Dest, Keys, Moved) ->
-    {Batch, Rest} = lists:split(min(?BATCH, length(Keys)), Keys),
-    {atomic, Copied} = mnesia:transaction(fun() -> [copy_key(Source, Dest, K) || K <- Batch] end),
-    copy_batches(Source, Dest, Rest, remember(Copied, Moved)).
-
-%% One key's copy, in the caller's activity: `{Key, Records}'.
-copy_key(Source, Dest, K) ->
-    Recs = mnesia:read(Source(K), K, read),
-    D = Dest(K),
-    ok = mnesia:delete(D, K, write),
-    [ok = mnesia:write(D, R, write) || R <- Recs],
-    {K, lists:sort(Recs)}.
-
-%% Every key to fragment `New'.
-into(New) ->
-    fun(_) -> New end.
-
-remember(Copied, Moved) ->
-    maps:merge(Moved, maps:from_list(Copied)).
-
-%% The moving keys that writers wrote or deleted on the donors since the
-%% last call.
-touched(Watcher, Moves) ->
-    lists:usort([K || E <- fraghash_frag_watch:take(Watcher, ?WATCH_MS),
-                      K <- [event_key(E)], Moves(K)]).
-
-event_key({write, Rec, _}) -> element(2, Rec);
-event_key({delete_object, Rec, _}) -> element(2, Rec);
-event_key({delete, {_Frag, K}, _}) -> K.
-
-%%% Switching
-
-%% The switch, under write locks on the donors and `New'. Writers are held
-%% off those fragments while it holds them, so the keys they touched since
-%% the last round (all seen by then) are copied once more, in a dirty
-%% activity of another process (no lock, not a part of the schema change,
-%% which carries no record), after the journal names those copies.
-switch(Tab, #{n := N, from := From, to := To, donors := Donors} = Entry, Watcher, Route,
-       Moves, New, Moved) ->
-    ok = durable(Tab, N + 1),
-    ok = fraghash_journal:write(Tab, Entry#{phase => switching, moved => Moved}),
-    step(Tab, grow_switch),
-    Check = last_copy(Tab, Entry, grow_switch_locked, Watcher, Route, into(New), Moves, Moved),
-    case fraghash_grow_schema:switch(Tab, From, To, Donors ++ [New], Check) of
-        {atomic, ok} ->
-            step(Tab, grow_switched),
-            ok = durable(Tab, N + 1),
-            ok = clean(Tab, fraghash_journal:read(Tab)),
-            {atomic, ok};
-        Aborted ->
-            ok = drop_hidden(Tab),
-            Aborted
-    end.
-
-%% @private The check a switch runs under its locks, which hold writers
-%% off the fragments involved: the moving keys they touched since the last
-%% round (all seen by then) are copied from `Source(Key)' to `Dest(Key)'
-%% once more, after the journal entry `Entry' (phase `switching') names
-%% those copies.
-last_copy(Tab, Entry, Step, Watcher, Source, Dest, Moves, Moved) ->
-    fun() ->
-            step(Tab, Step),
-            case touched(Watcher, Moves) of
-                [] ->
-                    ok;
-                Keys ->
-                    Planned = [{K, lists:sort(mnesia:dirty_read(Source(K), K))} || K <- Keys],
-                    ok = fraghash_journal:write_from_other_process(
-                           Tab, Entry#{phase => switching, moved => remember(Planned, Moved)}),
-                    fix(Dest, Planned)
-            end
-    end.
-
-%% Writes each key's planned records into the fragment `Dest(Key)' names
-%% (nothing else there under the key), from a process of its own in a
-%% `sync_dirty' activity: applied on every replica when it returns.
-fix(Dest, Planned) ->
-    {Pid, Ref} = spawn_monitor(
-                   fun() ->
-                           exit({fixed, mnesia:activity(
-                                          sync_dirty,
-                                          fun() ->
-                                                  [begin
-                                                       D = Dest(K),
-                                                       ok = mnesia:delete(D, K, write),
-                                                       [ok = mnesia:write(D, R, write)
-                                                        || R <- Recs]
-                                                   end || {K, Recs} <- Planned],
-                                                  ok
-                                          end)})
-                   end),
-    receive
-        {'DOWN', Ref, process, Pid, {fixed, ok}} -> ok;
-        {'DOWN', Ref, process, Pid, Why} -> mnesia:abort({fraghash, copy_failed, Why})
-    end.
+%% The items of the donors that the target states place in the new
+%% fragments.
+moving(Parts) ->
+    lists:append([fraghash_grow_group:items(P, Ds, To, fun(F) -> F =:= New end)
+                  || #{donors := Ds, to := To, new := New} = P <- Parts]).
 
 %%% Cleaning
 
-%% Deletes each moved key from its donor, after reconciling the two copies
-%% (see {@link reconcile/6}). Once the donors' table locks are had, every
-%% writer that routed with `From' and queued behind the switch has
-%% committed. The keys: those the donors hold that `To' sends to `New' (the
-%% moved ones not cleaned yet, and keys such a writer inserted), and the
-%% moved keys past the progress mark that a donor no longer holds (such a
-%% writer deleted them).
-clean(Tab, #{n := N, from := From, to := To, moved := Moved, donors := Donors} = Entry) ->
+%% Deletes each moved record from its donor, after reconciling the two
+%% copies (`fraghash_grow_copy:reconcile/5'). Once the donors' table locks
+%% are had, every writer that routed with the old states and queued behind
+%% the switch has committed. The items: those of the donors that the new
+%% states place in the new fragments (the moved ones not cleaned yet, and
+%% records such a writer inserted), and the moved items past the progress
+%% mark that a donor no longer holds (such a writer deleted them).
+clean(Tab, #{n := N, parts := Parts, moved := Moved} = Entry) ->
     ok = fraghash_journal:write(Tab, Entry#{phase => cleaning}),
     step(Tab, grow_clean),
-    New = frag_name(Tab, N + 1),
-    Moves = moves(Tab, To, New),
     {atomic, ok} = mnesia:transaction(
-                     fun() -> [mnesia:lock({table, D}, write) || D <- Donors], ok end),
-    Keys = [K || D <- Donors, K <- mnesia:dirty_all_keys(D), Moves(K)]
-        ++ not_done(Tab, Moved),
-    ok = reconcile(Tab, router(Tab, From), into(New), Keys, Moved, true),
-    ok = durable(Tab, N + 1),
+                     fun() -> [mnesia:lock({table, D}, write) || D <- frags(Parts, donors)], ok end),
+    Items = moving(Parts) ++ fraghash_grow_copy:not_done(Tab, Moved),
+    ok = fraghash_grow_copy:reconcile(Tab, where(Parts, donors, to), Items, Moved, true),
+    ok = durable(Parts, N + 1),
     step(Tab, grow_done),
     fraghash_journal:delete(Tab).
 
-%% @private The moved keys past the operation's progress mark.
-not_done(Tab, Moved) ->
-    case fraghash_journal:progress(Tab) of
-        none -> maps:keys(Moved);
-        {done_to, Mark} -> [K || K <- maps:keys(Moved), K > Mark]
-    end.
-
-%% @private After a switch, for each key, in term order: which of the old
-%% fragment's records (`Old(Key)') and the new one's (`New(Key)') is the
-%% key's value. The new one's, unless it is still the last copy this
-%% operation made (`Moved'; none for a key it never copied): then no writer
-%% wrote it since the switch, and the old fragment's is the value, which a
-%% writer that routed with the old state may have changed, or deleted,
-%% after the switch. (A writer that writes, after the switch, exactly the
-%% records of the last copy is taken for none; its value was the old
-%% fragment's too, unless a writer routed with the old state changed that
-%% later still.) With `DeleteOld', the key then leaves the old fragment.
-%% Each batch of 500 keys commits with the journal's progress mark, so that
-%% a key whose old copy this removed is never taken, after a crash, for one
-%% a writer deleted.
-reconcile(Tab, Old, New, Keys, Moved, DeleteOld) ->
-    {atomic, ok} =
-        fraghash_tab:batches(
-          fun({last, K}) ->
-                  fraghash_journal:write_progress(Tab, K);
-             (K) ->
-                  {O, D} = {Old(K), New(K)},
-                  There = lists:sort(mnesia:read(D, K, write)),
-                  Here = lists:sort(mnesia:read(O, K, write)),
-                  case There =:= maps:get(K, Moved, []) andalso Here =/= There of
-                      true ->
-                          ok = mnesia:delete(D, K, write),
-                          [ok = mnesia:write(D, R, write) || R <- Here];
-                      false ->
-                          ok
-                  end,
-                  case DeleteOld of
-                      true -> ok = mnesia:delete(O, K, write);
-                      false -> ok
-                  end
-          end, with_marks(lists:usort(Keys))),
-    ok.
-
-%% Keys in batches of fraghash_tab:batches/2's size, each batch ending with
-%% its progress mark.
-with_marks([]) ->
-    [];
-with_marks(Keys) ->
-    {Batch, Rest} = lists:split(min(499, length(Keys)), Keys),
-    Batch ++ [{last, lists:last(Batch)} | with_marks(Rest)].
-
 %%% Rolling back
 
-rollback(Tab) ->
+rollback(Tab, #{parts := Parts}) ->
     step(Tab, grow_rollback),
-    ok = drop_hidden(Tab).
+    ok = drop_hidden(Tab, Parts).
 
-%% No table and no file of fragment name `Frag' left.
+%% Drops the hidden fragments (with whatever copies they hold) and the
+%% journal entry.
+drop_hidden(Tab, Parts) ->
+    {_, _, N} = hash(Tab),
+    {atomic, ok} = fraghash_grow_schema:drop_last(Tab, changes(Parts, from, from), [], fun() -> ok end),
+    dumped = mnesia:dump_log(),
+    [ok = clear_name(frag_name(T, N)) || #{tab := T} <- Parts],
+    ok = durable(Parts, N - 1),
+    fraghash_journal:delete(Tab).
+
+%%% The parts
+
+%% @private `{Table, Held, Next}' per part: the states under `HeldKey'
+%% (the one the table must hold) and `NextKey' (the one it gets).
+changes(Parts, HeldKey, NextKey) ->
+    [{T, maps:get(HeldKey, P), maps:get(NextKey, P)} || #{tab := T} = P <- Parts].
+
+%% @private The fragments the parts name under `Key' (a list or one).
+frags(Parts, Key) ->
+    lists:append([case maps:get(Key, P) of
+                      Fs when is_list(Fs) -> Fs;
+                      F -> [F]
+                  end || P <- Parts]).
+
+%% Each source fragment (the parts' `Sources') with its table's placement
+%% under its `State' state.
+where(Parts, Sources, State) ->
+    maps:from_list([{S, fraghash_grow_group:place(P, maps:get(State, P))}
+                    || P <- Parts, S <- frags([P], Sources)]).
+
+%% @private What was committed to fragments 1..N of the parts (those that
+%% exist) and to the journal, durable where they are held.
+durable(Parts, N) ->
+    fraghash_tab:durable([T || #{tab := T} <- Parts], N).
+
+%% @private No table and no file of fragment name `Frag' left.
 clear_name(Frag) ->
     ok = fraghash_grow_schema:drop_orphan(Frag),
     fraghash_frag_recovery:remove_leftover_files(Frag).
-
-%% Drops the hidden fragment (with whatever copies it holds) and the
-%% journal entry.
-drop_hidden(Tab) ->
-    {_Mod, From, _N} = hash(Tab),
-    {atomic, ok} = fraghash_grow_schema:drop_last(Tab, From, From, [], fun() -> ok end),
-    {_, _, N} = hash(Tab),
-    dumped = mnesia:dump_log(),
-    ok = clear_name(frag_name(Tab, N + 1)),
-    ok = durable(Tab, N),
-    fraghash_journal:delete(Tab).
-
-%%% Where keys go
-
-%% The fragment of a key under hash state `State' (of `Tab''s module).
-router(Tab, State) ->
-    {Mod, _, _} = hash(Tab),
-    fun(K) -> frag_name(Tab, Mod:key_to_frag_number(State, K)) end.
-
-%% Whether `State' sends a key to fragment `New'.
-moves(Tab, State, New) ->
-    Route = router(Tab, State),
-    fun(K) -> Route(K) =:= New end.

@@ -28,7 +28,8 @@
 %% number exists again.</li>
 %% </ol>
 %% So a writer racing the del writes into a fragment that still exists, and
-%% nothing of it is lost. Recovery: before the switch committed (`From' the
+%% nothing of it is lost. A table and its foreign-key tables shrink
+%% together (`fraghash_grow_group'), each step applying to each. Recovery: before the switch committed (`From' the
 %% state) every hidden copy is removed; after it (`To' with the last
 %% fragment still there) cleaning runs again, then the drop; with the last
 %% fragment gone only the journal entry is left. Which holds is read from
@@ -37,28 +38,36 @@
 
 -export([del_frag/1, recover/2]).
 
--import(fraghash_tab, [hash/1, frag_name/2, durable/2, step/2]).
+-import(fraghash_tab, [hash/1, frag_name/2, step/2]).
+-import(fraghash_grow, [changes/3, frags/2, durable/2]).
 
--define(WATCH_MS, 60000).
-
-%% @doc Removes the last fragment of `Tab' (which has two or more), moving
-%% its records in ordinary transactions. Returns once the new layout is
-%% durable where it is held.
+%% @doc Removes the last fragment of `Tab' (which has two or more) and of
+%% each of its foreign-key tables, moving their records in ordinary
+%% transactions. Returns once the new layout is durable where it is held.
 -spec del_frag(atom()) -> {atomic, ok} | {aborted, term()}.
 del_frag(Tab) ->
-    {Mod, From, N} = hash(Tab),
-    {To, _Iter, Lock} = Mod:del_frag(From),
-    Last = frag_name(Tab, N),
-    Dests = [frag_name(Tab, I) || I <- lists:usort(Lock), I =/= N],
-    Entry = #{op => grow_del, n => N, from => From, to => To, dests => Dests},
-    case fraghash_grow:first_entry(Tab, Entry#{phase => copying}) of
-        ok -> copy_and_switch(Tab, Last, Entry);
-        Refused -> Refused
+    case fraghash_grow_group:parts(Tab) of
+        {ok, Parts0} ->
+            Parts = [planned(P) || P <- Parts0],
+            Entry = #{op => grow_del, n => maps:get(n, hd(Parts)), parts => Parts},
+            case fraghash_grow:first_entry(Tab, Entry#{phase => copying}) of
+                ok -> copy_and_switch(Tab, Entry);
+                Refused -> Refused
+            end;
+        Refused ->
+            Refused
     end.
+
+%% A part with its target state, its last fragment and the fragments that
+%% receive its records.
+planned(#{tab := T, mod := Mod, from := From, n := N} = Part) ->
+    {To, _Iter, Lock} = Mod:del_frag(From),
+    Part#{to => To, last => frag_name(T, N),
+          dests => [frag_name(T, I) || I <- lists:usort(Lock), I =/= N]}.
 
 %% @doc Finishes or undoes the `grow_del' of journal entry `Entry'.
 -spec recover(atom(), map()) -> ok | {error, term()}.
-recover(Tab, #{op := grow_del, n := N, from := From, to := To} = Entry) ->
+recover(Tab, #{op := grow_del, n := N, parts := [#{from := From, to := To} | _] = Parts} = Entry) ->
     step(Tab, grow_del_recover),
     case hash(Tab) of
         {_, From, N} ->
@@ -66,31 +75,32 @@ recover(Tab, #{op := grow_del, n := N, from := From, to := To} = Entry) ->
         {_, To, N} ->
             clean_and_drop(Tab, Entry);
         {_, To, N1} when N1 =:= N - 1 ->
-            finish(Tab, N);
+            finish(Tab, Parts, N);
         {_, _, N1} ->
             fraghash_grow:unexpected_layout(Tab, del, N, N1)
     end.
 
 %%% Copying and switching
 
-copy_and_switch(Tab, Last, #{n := N, from := From, to := To, dests := Dests} = Entry) ->
-    Source = fun(_) -> Last end,
-    Dest = fraghash_grow:router(Tab, To),
-    All = fun(_) -> true end,
-    Watcher = fraghash_frag_watch:start([Last]),
+copy_and_switch(Tab, #{n := N, parts := Parts} = Entry) ->
+    Where = where(Parts),
+    Lasts = frags(Parts, last),
+    Watcher = fraghash_frag_watch:start(Lasts),
     try
         step(Tab, grow_del_copy),
-        Copied = fraghash_grow:copy(Source, Dest, mnesia:dirty_all_keys(Last), #{}),
-        Moved = fraghash_grow:settle(Watcher, Source, Dest, All, Copied),
-        ok = durable(Tab, N),
+        Items = fraghash_grow_group:all_items(Lasts),
+        Moved = fraghash_grow_copy:settle(Watcher, Where,
+                                          fraghash_grow_copy:copy(Where, Items, #{})),
+        ok = durable(Parts, N),
         ok = fraghash_journal:write(Tab, Entry#{phase => switching, moved => Moved}),
         step(Tab, grow_del_switch),
-        Check = fraghash_grow:last_copy(Tab, Entry, grow_del_switch_locked, Watcher, Source,
-                                        Dest, All, Moved),
-        case fraghash_grow_schema:switch(Tab, From, To, Dests ++ [Last], Check) of
+        Check = fraghash_grow_copy:last_copy(Tab, Entry, grow_del_switch_locked, Watcher, Where,
+                                             Moved),
+        case fraghash_grow_schema:switch(Tab, changes(Parts, from, to), frags(Parts, dests) ++ Lasts,
+                                         Check) of
             {atomic, ok} ->
                 step(Tab, grow_del_switched),
-                ok = durable(Tab, N),
+                ok = durable(Parts, N),
                 ok = clean_and_drop(Tab, fraghash_journal:read(Tab)),
                 {atomic, ok};
             Aborted ->
@@ -101,47 +111,49 @@ copy_and_switch(Tab, Last, #{n := N, from := From, to := To, dests := Dests} = E
         fraghash_frag_watch:stop(Watcher)
     end.
 
+%% Each last fragment with its table's placement under the target state.
+where(Parts) ->
+    maps:from_list([{L, fraghash_grow_group:place(P, To)} || #{last := L, to := To} = P <- Parts]).
+
 %%% Cleaning and dropping
 
-%% Reconciles what writers that routed with `From' did to the last fragment
-%% after the switch, then drops it.
-clean_and_drop(Tab, #{n := N, to := To, moved := Moved} = Entry) ->
+%% Reconciles what writers that routed with the old states did to the last
+%% fragments after the switch, then drops them.
+clean_and_drop(Tab, #{n := N, parts := Parts, moved := Moved} = Entry) ->
     ok = fraghash_journal:write(Tab, Entry#{phase => cleaning}),
     step(Tab, grow_del_clean),
-    Last = frag_name(Tab, N),
-    %% Writers queued behind the switch have committed once this lock is had.
-    {atomic, ok} = mnesia:transaction(fun() -> _ = mnesia:lock({table, Last}, write), ok end),
-    Keys = mnesia:dirty_all_keys(Last) ++ fraghash_grow:not_done(Tab, Moved),
-    ok = fraghash_grow:reconcile(Tab, fun(_) -> Last end, fraghash_grow:router(Tab, To), Keys,
-                                 Moved, false),
-    ok = durable(Tab, N),
+    Lasts = frags(Parts, last),
+    %% Writers queued behind the switch have committed once these locks are had.
+    {atomic, ok} = mnesia:transaction(
+                     fun() -> [mnesia:lock({table, L}, write) || L <- Lasts], ok end),
+    Items = fraghash_grow_group:all_items(Lasts) ++ fraghash_grow_copy:not_done(Tab, Moved),
+    ok = fraghash_grow_copy:reconcile(Tab, where(Parts), Items, Moved, false),
+    ok = durable(Parts, N),
     step(Tab, grow_del_drop),
-    {atomic, ok} = fraghash_grow_schema:drop_last(Tab, To, To, [Last], fun() -> ok end),
+    {atomic, ok} = fraghash_grow_schema:drop_last(Tab, changes(Parts, to, to), Lasts, fun() -> ok end),
     step(Tab, grow_del_dropped),
-    finish(Tab, N).
+    finish(Tab, Parts, N).
 
-%% The last fragment is gone: its delete_table is dumped from the log now,
-%% so that it is never replayed after a fragment of that number exists
-%% again; a table a kill left for it (see
+%% The last fragments are gone: their delete_table is dumped from the log
+%% now, so that it is never replayed after a fragment of that number exists
+%% again; a table a kill left for one (see
 %% `fraghash_grow_schema:drop_orphan/1') and its files go.
-finish(Tab, N) ->
+finish(Tab, Parts, N) ->
     dumped = mnesia:dump_log(),
-    ok = fraghash_grow_schema:drop_orphan(frag_name(Tab, N)),
-    ok = fraghash_frag_recovery:remove_leftover_files(frag_name(Tab, N)),
-    ok = durable(Tab, N - 1),
+    [ok = fraghash_grow:clear_name(L) || L <- frags(Parts, last)],
+    ok = durable(Parts, N - 1),
     step(Tab, grow_del_done),
     fraghash_journal:delete(Tab).
 
 %%% Rolling back
 
-%% Removes the hidden copies: in each receiving fragment, every key that
-%% `From' routes to the last fragment (the safe path leaves no other record
-%% where its key does not route).
-rollback(Tab, #{n := N, from := From, dests := Dests}) ->
+%% Removes the hidden copies: in each receiving fragment, every record that
+%% the old state places in the last fragment (the safe path leaves no
+%% other record where it is not placed).
+rollback(Tab, #{n := N, parts := Parts}) ->
     step(Tab, grow_del_rollback),
-    Last = frag_name(Tab, N),
-    Route = fraghash_grow:router(Tab, From),
-    Hidden = [{D, K} || D <- Dests, K <- mnesia:dirty_all_keys(D), Route(K) =:= Last],
+    Hidden = lists:append([fraghash_grow_group:items(P, Ds, From, fun(F) -> F =:= L end)
+                           || #{dests := Ds, from := From, last := L} = P <- Parts]),
     {atomic, ok} = fraghash_tab:batches(fun({D, K}) -> mnesia:delete(D, K, write) end, Hidden),
-    ok = durable(Tab, N),
+    ok = durable(Parts, N),
     fraghash_journal:delete(Tab).

@@ -8,25 +8,27 @@
 %% `create_table'/`delete_table' ops), so Mnesia logs, replicates and
 %% replays it as it does `mnesia:change_table_frag/2':
 %% <ul>
-%% <li>{@link add_hidden/2}: fragment `N + 1' is created and the hash state
+%% <li>{@link add_hidden/3}: fragment `N + 1' is created and the hash state
 %% is kept, so no key routes to it (the hash modules name fragments
 %% `1..N' only, for reads and for scans): a hidden fragment to copy the
 %% moving records into.</li>
-%% <li>{@link switch/5}: the hash state is replaced, under write locks on
+%% <li>{@link switch/4}: the hash states are replaced, under write locks on
 %% the fragments named, after a check that runs under those locks; the
 %% routing of every key changes at once.</li>
-%% <li>{@link drop_last/5}: the last fragment is deleted and the hash state
+%% <li>{@link drop_last/4}: the last fragment is deleted and the hash state
 %% replaced in one change (a del_frag whose records were copied
 %% beforehand, or a hidden fragment given up).</li>
 %% </ul>
-%% Each takes the state it expects to replace and aborts with
-%% `{fraghash, changed_underneath, Text}' when the table holds another
-%% (a change made meanwhile by a call that bypassed the growth path).
-%% Tables with foreign-key tables are refused
-%% (`foreign_key_tables_not_supported').
+%% Each changes a table and its foreign-key tables together, as Mnesia
+%% does (`fraghash_grow_group'): `Changes' lists, per table, the state it
+%% must hold and the one it gets. Each aborts with `{fraghash,
+%% changed_underneath, Text}' when a table holds another state (a change
+%% made meanwhile by a call that bypassed the growth path).
 -module(fraghash_grow_schema).
 
--export([add_hidden/2, switch/5, drop_last/5, drop_orphan/1, hash/1]).
+-export([add_hidden/3, switch/4, drop_last/4, drop_orphan/1, hash/1, foreigners/1]).
+
+-type changes() :: [{atom(), term(), term()}].
 
 %% @doc The table's hash module, hash state and fragment count as Mnesia
 %% holds them on this node: `{Mod, State, N}'.
@@ -34,61 +36,66 @@
 hash(Tab) ->
     fraghash_tab:hash(Tab).
 
-%% @doc Creates fragment `N + 1' of `Tab' on `Nodes' (as
-%% `mnesia:change_table_frag(Tab, {add_frag, Nodes})' places it) and keeps
-%% the hash state `State', which must be the table's: no key routes to the
-%% new fragment and no record moves.
--spec add_hidden(atom(), [node()]) -> {atomic, ok} | {aborted, term()}.
-add_hidden(Tab, Nodes) ->
-    {_Mod, State, N} = hash(Tab),
+%% @doc The foreign-key tables of `Tab'.
+-spec foreigners(atom()) -> [atom()].
+foreigners(Tab) ->
+    mnesia_frag:lookup_foreigners(Tab).
+
+%% @doc Creates fragment `N + 1' of `Tab' and of each of its foreign-key
+%% tables on `Nodes' (as `mnesia:change_table_frag(Tab, {add_frag,
+%% Nodes})' places them) and keeps each table's hash state, which must be
+%% the one in `States' (`[{Table, State}]'): no key routes to the new
+%% fragments and no record moves.
+-spec add_hidden(atom(), [node()], [{atom(), term()}]) -> {atomic, ok} | {aborted, term()}.
+add_hidden(Tab, Nodes, States) ->
+    {_Mod, _State, N} = hash(Tab),
     transaction(
       Tab,
       fun(TidTs) ->
-              ok = expect(Tab, State, N),
-              %% Mnesia builds the new fragment's table (its nodes, storage
-              %% and properties); the hash modules are told to name no
-              %% fragment to scan, and whatever record moves Mnesia's
+              [ok = expect(T, State, N) || {T, State} <- States],
+              %% Mnesia builds the new fragments' tables (their nodes,
+              %% storage and properties); the hash modules are told to name
+              %% no fragment to scan, and whatever record moves Mnesia's
               %% default module asks for are left out, as is its new state.
               Ops = try
-                        put(fraghash_hidden_add, Tab),
+                        put(fraghash_hidden_add, [T || {T, _} <- States]),
                         put(fraghash_safe_path, Tab),
                         mnesia_frag:change_table_frag(Tab, {add_frag, Nodes})
                     after
                         erase(fraghash_hidden_add),
                         erase(fraghash_safe_path)
                     end,
-              [TabOps] = single_table(Tab, Ops),
-              Kept = [keep_state(Op, State) || Op <- TabOps, element(2, Op) =/= rec],
+              Kept = [keep_state(Op, States) || Op <- lists:append(Ops), element(2, Op) =/= rec],
               mnesia_schema:insert_schema_ops(TidTs, Kept)
       end).
 
-%% @doc Replaces `Tab''s hash state `From' by `To' (same fragment count),
+%% @doc Replaces each table's hash state (`{Table, From, To}' in
+%% `Changes', `Tab' and its foreign-key tables; same fragment count),
 %% holding write locks on the fragments `Frags' while `Check()' runs; a
 %% `Check' that aborts aborts the change.
--spec switch(atom(), term(), term(), [atom()], fun(() -> ok)) ->
-          {atomic, ok} | {aborted, term()}.
-switch(Tab, From, To, Frags, Check) ->
+-spec switch(atom(), changes(), [atom()], fun(() -> ok)) -> {atomic, ok} | {aborted, term()}.
+switch(Tab, Changes, Frags, Check) ->
     {_Mod, _State, N} = hash(Tab),
     transaction(
       Tab,
       fun(TidTs) ->
-              ok = expect(Tab, From, N),
+              [ok = expect(T, From, N) || {T, From, _To} <- Changes],
               [_ = mnesia_schema:get_tid_ts_and_lock(F, write) || F <- Frags],
               ok = Check(),
-              TabDef = tab_def(Tab, To, N),
               mnesia_schema:insert_schema_ops(
-                TidTs, [{op, change_table_frag, {fraghash, switch}, TabDef}])
+                TidTs, [{op, change_table_frag, {fraghash, switch}, tab_def(T, To, N)}
+                        || {T, _From, To} <- Changes])
       end).
 
-%% @doc Deletes the last fragment of `Tab' and replaces its hash state
-%% `From' by `To' (which names one fragment fewer, or is `From' itself for
-%% a fragment no key routes to), holding write locks on `Frags' and the
-%% last fragment while `Check()' runs.
--spec drop_last(atom(), term(), term(), [atom()], fun(() -> ok)) ->
-          {atomic, ok} | {aborted, term()}.
-drop_last(Tab, From, To, Frags, Check) ->
+%% @doc Deletes the last fragment of each table in `Changes' (`Tab' and its
+%% foreign-key tables) and replaces its hash state `From' by `To' (which
+%% names one fragment fewer, or is `From' itself for a fragment no key
+%% routes to), holding write locks on `Frags' and the last fragments while
+%% `Check()' runs.
+-spec drop_last(atom(), changes(), [atom()], fun(() -> ok)) -> {atomic, ok} | {aborted, term()}.
+drop_last(Tab, Changes, Frags, Check) ->
     {_Mod, _State, N} = hash(Tab),
-    Last = fraghash_tab:frag_name(Tab, N),
+    Lasts = [fraghash_tab:frag_name(T, N) || {T, _, _} <- Changes],
     case N > 1 of
         false ->
             {aborted, {fraghash, last_fragment,
@@ -98,14 +105,15 @@ drop_last(Tab, From, To, Frags, Check) ->
             transaction(
               Tab,
               fun(TidTs) ->
-                      ok = expect(Tab, From, N),
+                      [ok = expect(T, From, N) || {T, From, _To} <- Changes],
                       [_ = mnesia_schema:get_tid_ts_and_lock(F, write)
-                       || F <- lists:usort([Last | Frags])],
+                       || F <- lists:usort(Lasts ++ Frags)],
                       ok = Check(),
-                      [DropOp] = mnesia_schema:make_delete_table(Last, single_frag),
-                      TabDef = tab_def(Tab, To, N - 1),
-                      mnesia_schema:insert_schema_ops(
-                        TidTs, [{op, change_table_frag, {fraghash, drop_last}, TabDef}, DropOp])
+                      Ops = [[{op, change_table_frag, {fraghash, drop_last}, tab_def(T, To, N - 1)}
+                              | mnesia_schema:make_delete_table(fraghash_tab:frag_name(T, N),
+                                                                single_frag)]
+                             || {T, _From, To} <- Changes],
+                      mnesia_schema:insert_schema_ops(TidTs, lists:append(Ops))
               end)
     end.
 
@@ -153,20 +161,15 @@ expect(Tab, State, N) ->
                                           "then ~b): run it again", [Tab, N, N2]))})
     end.
 
-%% A foreign-key master's change would have to change its foreigners too.
-single_table(Tab, [_] = Ops) ->
-    _ = Tab,
-    Ops;
-single_table(Tab, _) ->
-    mnesia:abort({fraghash, foreign_key_tables_not_supported, Tab}).
-
 %% Mnesia's base-table op of an add, with the hash state put back.
-keep_state({op, change_table_frag, Change, TabDef}, State) ->
+keep_state({op, change_table_frag, Change, TabDef}, States) ->
+    {name, T} = lists:keyfind(name, 1, TabDef),
+    {T, State} = lists:keyfind(T, 1, States),
     {frag_properties, Props} = lists:keyfind(frag_properties, 1, TabDef),
     Props2 = lists:keystore(hash_state, 1, Props, {hash_state, State}),
     {op, change_table_frag, Change,
      lists:keystore(frag_properties, 1, TabDef, {frag_properties, Props2})};
-keep_state(Op, _State) ->
+keep_state(Op, _States) ->
     Op.
 
 %% The table definition of `Tab' (a new version) with hash state `State'

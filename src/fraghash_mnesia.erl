@@ -97,11 +97,13 @@ creating_as(#fraghash_state{table = M, n = MN}, Tab, _N) ->
           {fraghash_state:encoded(), [pos_integer()], [pos_integer()]}.
 add_frag(Scheme, State) ->
     #fraghash_state{table = Tab, n = N} = S = decode(Scheme, State),
-    case get(fraghash_hidden_add) of
-        %% fraghash_grow_schema:add_hidden/2: a fragment no key routes to
-        %% yet, so nothing to scan and the state kept.
-        Tab -> {State, [], [N + 1]};
-        _ -> add_decoded(Scheme, S)
+    Hidden = get(fraghash_hidden_add),
+    case is_list(Hidden) andalso lists:member(Tab, Hidden) of
+        %% fraghash_grow_schema:add_hidden/3 (for a table and its
+        %% foreign-key tables): a fragment no key routes to yet, so nothing
+        %% to scan and the state kept.
+        true -> {State, [], [N + 1]};
+        false -> add_decoded(Scheme, S)
     end.
 
 add_decoded(Scheme, #fraghash_state{scheme = Scheme, table = Tab, n = N, opts = Opts} = S) ->

@@ -6,7 +6,8 @@
 %% every arrow of the growth path points down to here.
 -module(fraghash_tab).
 
--export([hash/1, frag_name/2, router/1, batches/2, durable/2, misplaced/1, misplaced/2,
+-export([hash/1, frag_name/2, router/1, foreign_key/1, batches/2, durable/2, misplaced/1,
+         misplaced/2,
          move_misplaced/1, move_misplaced/2, step/2, set_step_hook/1]).
 
 -define(BATCH, 500).
@@ -33,6 +34,24 @@ router(Tab) ->
     {Mod, S, _N} = hash(Tab),
     fun(Key) -> frag_name(Tab, Mod:key_to_frag_number(S, Key)) end.
 
+%% @doc The master and the position of the record field that places a
+%% foreign-key table's records (`{foreign_key, {Master, Attr}}': each
+%% record goes where its master's record for that field's value is), or
+%% `none' for a table placed by its key.
+-spec foreign_key(atom()) -> {atom(), pos_integer()} | none.
+foreign_key(Tab) ->
+    case lists:keyfind(foreign_key, 1, mnesia:table_info(Tab, frag_properties)) of
+        {foreign_key, {Master, Attr}} when is_atom(Attr) ->
+            {Master, 1 + index(Attr, mnesia:table_info(Tab, attributes))};
+        {foreign_key, {Master, Pos}} when is_integer(Pos) ->
+            {Master, Pos};
+        _ ->
+            none
+    end.
+
+index(X, [X | _]) -> 1;
+index(X, [_ | T]) -> 1 + index(X, T).
+
 %% @doc Runs `F' over `Items' in ordinary transactions of 500 items; the
 %% first that aborts stops the rest and is returned.
 -spec batches(fun((term()) -> term()), [term()]) -> {atomic, ok} | {aborted, term()}.
@@ -45,30 +64,41 @@ batches(F, Items) ->
         Aborted -> Aborted
     end.
 
-%% @doc Makes what was committed so far to fragments 1..N of `Tab' (those
-%% that exist) and to the journal durable, on every node holding a disc
-%% copy of one of them (see fraghash_durable).
--spec durable(atom(), pos_integer()) -> ok.
-durable(Tab, N) ->
+%% @doc Makes what was committed so far to fragments 1..N of `Tab' (or of
+%% each table of a list; those that exist) and to the journal durable, on
+%% every node holding a disc copy of one of them (see fraghash_durable).
+-spec durable(atom() | [atom()], pos_integer()) -> ok.
+durable(Tab, N) when is_atom(Tab) ->
+    durable([Tab], N);
+durable(Tabs, N) ->
     Tables = mnesia:system_info(tables),
-    fraghash_durable:tables([F || I <- lists:seq(1, N), F <- [frag_name(Tab, I)],
+    fraghash_durable:tables([F || T <- Tabs, I <- lists:seq(1, N), F <- [frag_name(T, I)],
                                   lists:member(F, Tables)]
                             ++ [fraghash_journal || lists:member(fraghash_journal, Tables)]).
 
-%% @doc `{From, To, Key}' for each key of `Tab' in a fragment other than the
-%% one the hash module names (`To').
+%% @doc `{From, To, Key}' for each record of `Tab' in a fragment other than
+%% the one the hash module places it in (`To'), by its key or, for a
+%% foreign-key table, by its foreign-key field.
 -spec misplaced(atom()) -> [{atom(), atom(), term()}].
 misplaced(Tab) ->
     {_Mod, _S, N} = hash(Tab),
     misplaced(Tab, [frag_name(Tab, F) || F <- lists:seq(1, N)]).
 
-%% @doc As {@link misplaced/1}, for the keys of the fragments `Frags' only.
+%% @doc As {@link misplaced/1}, for the records of the fragments `Frags' only.
 -spec misplaced(atom(), [atom()]) -> [{atom(), atom(), term()}].
 misplaced(Tab, Frags) ->
     Route = router(Tab),
-    lists:append([[{From, To, K} || K <- mnesia:dirty_all_keys(From),
-                                    To <- [Route(K)], To =/= From]
-                  || From <- Frags]).
+    case foreign_key(Tab) of
+        none ->
+            lists:append([[{From, To, K} || K <- mnesia:dirty_all_keys(From),
+                                            To <- [Route(K)], To =/= From]
+                          || From <- Frags]);
+        {_Master, Pos} ->
+            Spec = [{'_', [], [{{{element, 2, '$_'}, {element, Pos, '$_'}}}]}],
+            lists:append([[{From, To, K} || {K, Placed} <- mnesia:dirty_select(From, Spec),
+                                            To <- [Route(Placed)], To =/= From]
+                          || From <- Frags])
+    end.
 
 %% @doc Moves each misplaced `{From, To, Key}' (as {@link misplaced/2}
 %% gives them) to its right fragment `To', unless `To' holds the key

@@ -3,9 +3,11 @@
 %% each record in the fragment number that holds its master's record for
 %% the same key, whatever the master's history of adds, dels and relieves
 %% before the foreigner was created, and through every change made to both
-%% afterwards (`mnesia:change_table_frag/2' on ram_copies tables, which
+%% afterwards: `mnesia:change_table_frag/2' on `ram_copies' tables, which
 %% Mnesia applies to the master and its foreigners in one schema
-%% transaction).
+%% transaction, and the safe path (`fraghash_frag:add_frag/2', `del_frag/1',
+%% `relieve/3') on `disc_copies' tables, which grows them together too.
+%% After every step each table holds every record written to it.
 %%
 %% The check reads where records physically are (each fragment table's
 %% contents), not where the hash module says they are, so a misplaced
@@ -25,9 +27,10 @@
 colocation_test_() ->
     {setup, fun setup/0, fun cleanup/1,
      fun(_) ->
-             [{timeout, ?T, {atom_to_list(M) ++ ": random histories, foreigners follow their master",
-                             fun() -> histories(M) end}}
-              || M <- ?MODULES]
+             [{timeout, ?T, {lists:concat([M, " ", Storage, ": random histories, foreigners "
+                                           "follow their master"]),
+                             fun() -> histories(M, Storage) end}}
+              || Storage <- [ram_copies, disc_copies], M <- ?MODULES]
              ++ [{timeout, ?T, {atom_to_list(M) ++ ": a foreigner created without {master, M} "
                                 "follows from the next change on",
                                 fun() -> late_follower(M) end}}
@@ -47,17 +50,17 @@ cleanup(Dir) ->
 %% For each of ?HISTORIES seeds: a master of 1..6 fragments, then ?STEPS
 %% random steps (add, del, relieve for slots, a new foreigner, more
 %% records), co-location and contents checked after every step.
-histories(Mod) ->
-    [history(Mod, Seed) || Seed <- lists:seq(1, ?HISTORIES)],
+histories(Mod, Storage) ->
+    [history(Mod, Storage, Seed) || Seed <- lists:seq(1, ?HISTORIES)],
     ok.
 
-history(Mod, Seed) ->
-    rand:seed(exsss, {Seed, 17, erlang:phash2(Mod)}),
-    Master = name(Mod, Seed, "m"),
-    ok = create_master(Master, Mod, rand:uniform(6), []),
+history(Mod, Storage, Seed) ->
+    rand:seed(exsss, {Seed, 17, erlang:phash2({Mod, Storage})}),
+    Master = name(Mod, Seed, atom_to_list(Storage) ++ "_m"),
+    ok = create_master(Master, Mod, rand:uniform(6), [], Storage),
     ok = write_master(Master, 1, ?KEYS),
     W0 = #{mod => Mod, master => Master, seed => Seed, foreigners => [], keys => ?KEYS,
-           next_id => 1, log => []},
+           next_id => 1, log => [], storage => Storage, counts => #{}},
     W = lists:foldl(fun(I, Acc) -> step(I, Acc) end, W0, lists:seq(1, ?STEPS)),
     %% At least one foreigner existed through some changes.
     ?assertNotEqual([], maps:get(foreigners, W)),
@@ -82,37 +85,39 @@ step(I, #{mod := Mod, master := Master, foreigners := Fs} = W) ->
     check(W3),
     W3.
 
-do_step(add, #{master := Master} = W) ->
+do_step(add, #{master := Master, storage := ram_copies} = W) ->
     {atomic, ok} = mnesia:change_table_frag(Master, {add_frag, [node()]}),
     W;
-do_step(del, #{master := Master} = W) ->
+do_step(add, #{master := Master, storage := disc_copies} = W) ->
+    {atomic, ok} = fraghash_frag:add_frag(Master, [node()]),
+    W;
+do_step(del, #{master := Master, storage := ram_copies} = W) ->
     {atomic, ok} = mnesia:change_table_frag(Master, del_frag),
     W;
-do_step(relieve, #{master := Master, foreigners := []} = W) ->
+do_step(del, #{master := Master, storage := disc_copies} = W) ->
+    {atomic, ok} = fraghash_frag:del_frag(Master),
+    W;
+do_step(relieve, #{master := Master} = W) ->
     Which = rand:uniform(n_fragments(Master)),
     {atomic, ok} = fraghash_frag:relieve(Master, [node()], Which),
     W;
-do_step(relieve, #{master := Master} = W) ->
-    %% fraghash_frag's path does not grow linked tables yet: refused, and
-    %% nothing changes.
-    Before = n_fragments(Master),
-    ?assertMatch({aborted, _}, fraghash_frag:relieve(Master, [node()], 1)),
-    ?assertEqual(Before, n_fragments(Master)),
-    W;
 do_step(foreigner, #{mod := Mod, master := Master, seed := Seed, foreigners := Fs,
-                     next_id := Id} = W) when length(Fs) < 3 ->
-    F = name(Mod, Seed, "f" ++ integer_to_list(length(Fs) + 1)),
+                     next_id := Id, storage := Storage, counts := Counts} = W)
+  when length(Fs) < 3 ->
+    F = name(Mod, Seed, lists:concat([Storage, "_f", length(Fs) + 1])),
     ok = create_foreigner(F, Master, Mod, [{master, Master}]),
     Last = Id + ?KEYS - 1,
     ok = write_foreigner(F, Id, Last, maps:get(keys, W)),
-    W#{foreigners := Fs ++ [F], next_id := Last + 1};
+    W#{foreigners := Fs ++ [F], next_id := Last + 1, counts := Counts#{F => ?KEYS}};
 do_step(foreigner, W) ->
     do_step(write, W);
-do_step(write, #{master := Master, foreigners := Fs, keys := K, next_id := Id} = W) ->
+do_step(write, #{master := Master, foreigners := Fs, keys := K, next_id := Id,
+                 counts := Counts} = W) ->
     %% New master keys, and foreigner records on old and new keys.
     ok = write_master(Master, K + 1, K + 50),
     [ok = write_foreigner(F, Id, Id + 99, K + 50) || F <- Fs],
-    W#{keys := K + 50, next_id := Id + 100}.
+    W#{keys := K + 50, next_id := Id + 100,
+       counts := maps:map(fun(_, C) -> C + 100 end, Counts)}.
 
 %%% A foreigner created with no {master, M} after the master grew
 
@@ -122,7 +127,7 @@ late_follower(Mod) ->
     %% More fragments than slots' donor bound (8), so that a change the
     %% master's placement alone asks for scans only some fragments; an add
     %% after a del, so that a ring's new fragment gets a fresh token.
-    ok = create_master(Master, Mod, 12, []),
+    ok = create_master(Master, Mod, 12, [], ram_copies),
     ok = write_master(Master, 1, ?KEYS),
     Add = fun() -> {atomic, ok} = mnesia:change_table_frag(Master, {add_frag, [node()]}) end,
     Add(), Add(),
@@ -152,7 +157,7 @@ late_follower(Mod) ->
 
 refusals() ->
     M = refuse_m,
-    ok = create_master(M, mnesia_frag_slots, 4, [{donors, 3}]),
+    ok = create_master(M, mnesia_frag_slots, 4, [{donors, 3}], ram_copies),
     {atomic, ok} = mnesia:change_table_frag(M, {add_frag, [node()]}),
     %% Options that contradict the master's.
     ?assertMatch({aborted, {fraghash, options_differ_from_master, _}},
@@ -175,7 +180,7 @@ refusals() ->
     {atomic, ok} = mnesia:change_table_frag(M, {add_frag, [node()]}),
     ?assertEqual(state_digest(M), state_digest(refuse_f2)),
     %% A linear table's foreigner may use mnesia_frag_hash: same answers.
-    ok = create_master(refuse_lin, mnesia_frag_linear, 3, []),
+    ok = create_master(refuse_lin, mnesia_frag_linear, 3, [], ram_copies),
     ok = create_foreigner(refuse_lin_f, refuse_lin, mnesia_frag_hash, undefined),
     ok = write_master(refuse_lin, 1, 300),
     ok = write_foreigner(refuse_lin_f, 1, 300, 300),
@@ -191,6 +196,7 @@ refusals() ->
 %% master's records sit where its hash module says.
 check(#{master := Master, foreigners := Fs} = W) ->
     Where = master_fragments(Master),
+    ok = check_counts(W),
     [begin
          Bad = [{I, Rec} || {I, Rec} <- foreigner_records(F),
                             maps:get(element(3, Rec), Where) =/= I],
@@ -203,6 +209,17 @@ check(#{master := Master, foreigners := Fs} = W) ->
          ?assertMatch(#{master := Master, co_located := true}, fraghash_frag:info(F))
      end || F <- Fs],
     ?assertEqual(0, fraghash_frag:stale_copies(Master)),
+    ok.
+
+%% Nothing lost, nothing left twice (in a history, which counts what it
+%% wrote).
+check_counts(#{master := Master, foreigners := Fs, keys := Keys, counts := Counts}) ->
+    ?assertEqual(Keys, length(lists:append([mnesia:dirty_all_keys(
+                                               fraghash_frag:frag_name(Master, I))
+                                           || I <- lists:seq(1, n_fragments(Master))]))),
+    [?assertEqual({F, maps:get(F, Counts)}, {F, foreigner_count(F)}) || F <- Fs],
+    ok;
+check_counts(_) ->
     ok.
 
 %% How many of foreigner F's records are not beside their master record.
@@ -229,8 +246,12 @@ foreigner_count(F) ->
 name(Mod, Seed, Suffix) ->
     list_to_atom(lists:concat(["co_", Mod, "_", Seed, "_", Suffix])).
 
-create_master(Tab, Mod, N, HashState) ->
-    fraghash_test_support:create_frag(Tab, Mod, N, [{hash_state, HashState}, {n_ram_copies, 1}]).
+create_master(Tab, Mod, N, HashState, Storage) ->
+    Copies = case Storage of
+                 ram_copies -> n_ram_copies;
+                 disc_copies -> n_disc_copies
+             end,
+    fraghash_test_support:create_frag(Tab, Mod, N, [{hash_state, HashState}, {Copies, 1}]).
 
 create_foreigner(F, Master, Mod, HashState) ->
     {atomic, ok} = create_foreigner_result(F, Master, Mod, HashState),

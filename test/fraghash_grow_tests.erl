@@ -63,7 +63,7 @@ hidden(Mod) ->
     Before = contents(Tab),
     {_, S, 4} = fraghash_frag:hash(Tab),
     %% A copy of a record in the hidden fragment: no read finds it.
-    {atomic, ok} = fraghash_grow_schema:add_hidden(Tab, [node()]),
+    {atomic, ok} = fraghash_grow_schema:add_hidden(Tab, [node()], [{Tab, S}]),
     ?assertMatch({Mod, S, 5}, fraghash_frag:hash(Tab)),
     Hidden = fraghash_frag:frag_name(Tab, 5),
     ?assertEqual(0, mnesia:table_info(Hidden, size)),
@@ -72,13 +72,13 @@ hidden(Mod) ->
     ?assertEqual([{Tab, 1, 1}], read(Tab, 1)),
     ?assertEqual(1, fraghash_frag:stale_copies(Tab)),
     %% Dropped: the table as it was, the copy gone with the fragment.
-    {atomic, ok} = fraghash_grow_schema:drop_last(Tab, S, S, [], fun() -> ok end),
+    {atomic, ok} = fraghash_grow_schema:drop_last(Tab, [{Tab, S, S}], [], fun() -> ok end),
     ?assertMatch({Mod, S, 4}, fraghash_frag:hash(Tab)),
     ?assertNot(lists:member(Hidden, mnesia:system_info(tables))),
     ?assertEqual(Before, contents(Tab)),
     %% A state other than the one expected: refused, nothing changed.
     ?assertMatch({aborted, {fraghash, changed_underneath, _}},
-                 fraghash_grow_schema:switch(Tab, not_the_state, S, [], fun() -> ok end)),
+                 fraghash_grow_schema:switch(Tab, [{Tab, not_the_state, S}], [], fun() -> ok end)),
     {atomic, ok} = mnesia:delete_table(Tab).
 
 %%% An add

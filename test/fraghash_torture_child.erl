@@ -22,21 +22,42 @@
 %% </ul>
 -module(fraghash_torture_child).
 
--export([main/1, cases/0, table/2, control/1]).
+-export([main/1, cases/0, tables/0, table/1, control/1]).
 
 -define(KEYS, 600).
 -define(MIN_FRAGS, 2).
 -define(MAX_FRAGS, 7).
 
-%% @doc The cases: {HashModule, CopyType}.
--spec cases() -> [{module(), atom()}].
+%% @doc The cases: `{HashModule, CopyType, Kind}', `Kind' one of `set'; `bag'
+%% (written as a set: each write deletes the key's records first);
+%% `master' and `foreigner', a table and its foreign-key table (field
+%% `mkey', a function of the key), which grow together through the master.
+-spec cases() -> [{module(), atom(), set | bag | master | foreigner}].
 cases() ->
-    [{M, T} || M <- [mnesia_frag_hash, mnesia_frag_slots, mnesia_frag_chash],
-               T <- [disc_copies, disc_only_copies]].
+    [{M, T, set} || M <- [mnesia_frag_hash, mnesia_frag_slots, mnesia_frag_chash],
+                    T <- [disc_copies, disc_only_copies]]
+        ++ [{mnesia_frag_slots, disc_copies, K} || K <- [bag, master, foreigner]].
+
+%% @doc The migrated table of each case.
+-spec tables() -> [atom()].
+tables() -> [table(C) || C <- cases()].
 
 %% @doc The migrated table of a case.
--spec table(module(), atom()) -> atom().
-table(Mod, Type) -> list_to_atom(lists:concat([tt_, short(Mod), "_", short(Type)])).
+-spec table({module(), atom(), atom()}) -> atom().
+table({Mod, Type, Kind}) ->
+    list_to_atom(lists:concat([tt_, short(Mod), "_", short(Type), suffix(Kind)])).
+
+suffix(set) -> "";
+suffix(bag) -> "_bag";
+suffix(master) -> "_fkm";
+suffix(foreigner) -> "_fkf".
+
+kind(Tab) ->
+    hd([K || {_, _, K} = C <- cases(), table(C) =:= Tab]).
+
+%% A foreigner record's master key: a permutation of 1..?KEYS, so that
+%% placing a record by it differs from placing it by its key.
+mkey(Key) -> (Key * 7919) rem ?KEYS + 1.
 
 %% @doc The never-migrated control table of a case table.
 -spec control(atom()) -> atom().
@@ -77,7 +98,7 @@ main([Dir, RunS, Mode]) ->
     mark(Dir, "recover_start ~w", [pending()]),
     ok = fraghash_frag:recover(),
     mark(Dir, "recover_end", []),
-    [check_case(Dir, Run, Tab) || {M, T} <- cases(), Tab <- [table(M, T)]],
+    [check_case(Dir, Run, Tab) || Tab <- tables()],
     mark(Dir, "checked", []),
     case Mode of
         "check" ->
@@ -95,28 +116,41 @@ pending() ->
 
 create_tables() ->
     lists:foreach(
-      fun({Mod, Type}) ->
-              Tab = table(Mod, Type),
+      fun({Mod, Type, Kind} = C) ->
+              Tab = table(C),
               Copies = case Type of
                            disc_copies -> n_disc_copies;
                            disc_only_copies -> n_disc_only_copies
                        end,
-              [{atomic, ok} = mnesia:create_table(
-                                T, [{attributes, [key, val]},
-                                    {frag_properties,
-                                     [{n_fragments, ?MIN_FRAGS + 1}, {hash_module, Mod},
-                                      {node_pool, [node()]}, {Copies, 1}]}])
-               || T <- [Tab, control(Tab)]]
+              Frag = [{n_fragments, ?MIN_FRAGS + 1}, {hash_module, Mod}, {node_pool, [node()]},
+                      {Copies, 1}],
+              Def = fun(Props) ->
+                            [{attributes, attributes(Kind)}, {frag_properties, Props}]
+                                ++ [{type, bag} || Kind =:= bag]
+                    end,
+              Own = case Kind of
+                        foreigner ->
+                            Master = table({Mod, Type, master}),
+                            [{foreign_key, {Master, mkey}}, {hash_module, Mod},
+                             {hash_state, [{master, Master}]}];
+                        _ ->
+                            Frag
+                    end,
+              {atomic, ok} = mnesia:create_table(Tab, Def(Own)),
+              {atomic, ok} = mnesia:create_table(control(Tab), Def(Frag))
       end, cases()),
     ok = fraghash_journal:ensure().
+
+attributes(foreigner) -> [key, val, mkey];
+attributes(_) -> [key, val].
 
 %%% Work: writers and the controller, until killed.
 
 work(Dir, Run) ->
-    Tabs = [table(M, T) || {M, T} <- cases()],
-    [spawn_link(fun() -> writer(Dir, Run, Tab) end) || Tab <- Tabs],
+    [spawn_link(fun() -> writer(Dir, Run, Tab) end) || Tab <- tables()],
     mark(Dir, "running", []),
-    controller(Dir, Tabs).
+    %% A foreign-key table grows with its master.
+    controller(Dir, [table(C) || {_, _, K} = C <- cases(), K =/= foreigner]).
 
 writer(Dir, Run, Tab) ->
     {ok, Log} = file:open(ack_file(Dir, Tab), [append, raw, binary]),
@@ -130,17 +164,30 @@ writer(Log, Run, Tab, I) ->
                 _ -> Seq
             end,
     log_line(Log, {intent, Seq, Key, Value}),
-    Op = fun(T) ->
-                 case Value of
-                     deleted -> mnesia:delete({T, Key});
-                     _ -> mnesia:write({T, Key, Value})
-                 end
-         end,
-    ok = mnesia:activity(transaction, fun() -> Op(Tab), Op(control(Tab)) end, [], mnesia_frag),
+    ok = mnesia:activity(transaction, fun() -> put_value(Tab, Key, Value) end, [], mnesia_frag),
     ok = mnesia:sync_log(),
     ok = dets_sync([Tab, control(Tab)]),
     log_line(Log, {ack, Seq, Key, Value}),
     writer(Log, Run, Tab, I + 1).
+
+%% Writes (or deletes) `Key''s value in a case table and its control, in
+%% the caller's transaction: a bag's key first loses its records, and a
+%% foreigner's record is deleted through its master key (the fragment its
+%% records are placed in).
+put_value(Tab, Key, Value) ->
+    Kind = kind(Tab),
+    lists:foreach(
+      fun(T) ->
+              Control = T =/= Tab,
+              case {Value, Kind} of
+                  {deleted, foreigner} when not Control -> mnesia:delete({T, mkey(Key)}, Key, write);
+                  {deleted, _} -> mnesia:delete({T, Key});
+                  {_, bag} -> mnesia:delete({T, Key}), mnesia:write({T, Key, Value});
+                  {_, foreigner} -> mnesia:write({T, Key, Value, mkey(Key)});
+                  _ -> mnesia:write({T, Key, Value})
+              end
+      end, [Tab, control(Tab)]),
+    ok.
 
 %% Mnesia's durability line for disc_only_copies (measured by this test's
 %% controls, explained in docs/mnesia-disc-safety.md): a write survives a
@@ -165,10 +212,9 @@ log_line(Log, Term) ->
 controller(Dir, Tabs) ->
     Tab = lists:nth(rand:uniform(length(Tabs)), Tabs),
     {_, _, N} = fraghash_frag:hash(Tab),
-    Grow = case {Tab, rand:uniform(3)} of
+    Grow = case {fraghash_frag:hash(Tab), rand:uniform(3)} of
                %% slots tables: one add in three relieves the largest fragment.
-               {tt_slots_dc, 1} -> relieve;
-               {tt_slots_doc, 1} -> relieve;
+               {{mnesia_frag_slots, _, _}, 1} -> relieve;
                _ -> add
            end,
     Op = if
@@ -250,14 +296,20 @@ found(Tab, K) ->
 %% plus structural faults counted in Counts.
 check_table(Tab, Exp) ->
     {Mod, S, N} = fraghash_frag:hash(Tab),
+    %% A record's fragment: its key's, or a foreigner's master key's.
+    Pos = case fraghash_tab:foreign_key(Tab) of
+              none -> 2;
+              {_Master, P} -> P
+          end,
     Rows = lists:append(
-             [[{K, F, V} || {_, K, V} <- mnesia:dirty_match_object(
-                                             fraghash_frag:frag_name(Tab, F), {'_', '_', '_'})]
+             [[{element(2, R), F, element(3, R), element(Pos, R)}
+               || Frag <- [fraghash_frag:frag_name(Tab, F)],
+                  R <- mnesia:dirty_match_object(Frag, mnesia:table_info(Frag, wild_pattern))]
               || F <- lists:seq(1, N)]),
-    Keys = [K || {K, _, _} <- Rows],
+    Keys = [K || {K, _, _, _} <- Rows],
     Dups = length(Keys) - length(lists:usort(Keys)),
-    Misplaced = length([K || {K, F, _} <- Rows, Mod:key_to_frag_number(S, K) =/= F]),
-    Found = maps:from_list([{K, V} || {K, _, V} <- Rows]),
+    Misplaced = length([K || {K, F, _, P} <- Rows, Mod:key_to_frag_number(S, P) =/= F]),
+    Found = maps:from_list([{K, V} || {K, _, V, _} <- Rows]),
     Bad = [K || {K, {Last, Maybe}} <- maps:to_list(Exp),
                 not lists:member(maps:get(K, Found, deleted), [Last | Maybe])]
         ++ [K || K <- maps:keys(Found), not maps:is_key(K, Exp)],
@@ -287,13 +339,7 @@ repair(Dir, Run, Tab, Exp, Bad) ->
     lists:foreach(
       fun(K) ->
               {Last, _} = maps:get(K, Exp, {deleted, []}),
-              Op = fun(T) ->
-                           case Last of
-                               deleted -> mnesia:delete({T, K});
-                               V -> mnesia:write({T, K, V})
-                           end
-                   end,
-              ok = mnesia:activity(transaction, fun() -> Op(Tab), Op(control(Tab)) end,
+              ok = mnesia:activity(transaction, fun() -> put_value(Tab, K, Last) end,
                                    [], mnesia_frag),
               ok = mnesia:sync_log(),
               ok = dets_sync([Tab, control(Tab)]),

@@ -89,7 +89,7 @@ torture() ->
         _ -> ok
     end,
     %% The last start checked every table.
-    ?assertEqual(length(fraghash_torture_child:cases()),
+    ?assertEqual(length(fraghash_torture_child:tables()),
                  length([R || {check, R, _, _} <- Checks, R =:= kills() + 1])).
 
 %% The run of the check of `Tab' before the one at `Run' (1 if none).
@@ -314,8 +314,7 @@ report(Kills, Checks) ->
                recovery_kills(Kills), length([K || K <- Kills, K =:= {recovery, pending}]),
                length([K || K <- Kills, K =:= outside])]),
     lists:foreach(
-      fun({M, T}) ->
-              Tab = fraghash_torture_child:table(M, T),
+      fun(Tab) ->
               Cs = [C || {check, _, T2, C} <- Checks, T2 =:= Tab],
               Sum = fun(Key) -> lists:sum([maps:get(Key, C) || C <- Cs]) end,
               CtlSum = fun(Key) -> lists:sum([maps:get(Key, maps:get(control, C)) || C <- Cs]) end,
@@ -326,4 +325,4 @@ report(Kills, Checks) ->
                          Sum(duplicates), Sum(misplaced), Sum(orphans),
                          length([C || C <- Cs, not maps:get(sizes_add_up, C)]),
                          CtlSum(wrong_or_lost)])
-      end, fraghash_torture_child:cases()).
+      end, fraghash_torture_child:tables()).

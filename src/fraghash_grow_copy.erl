@@ -1,0 +1,217 @@
+%% @doc How the growth path moves records while writers keep going: copies
+%% in ordinary transactions, rounds of copies of what writers touched, the
+%% last copy under the switch's locks, and the reconciling of both copies
+%% after the switch. Shared by the add (`fraghash_grow') and the del
+%% (`fraghash_grow_del').
+%%
+%% Records are named by items `{Fragment, Key}' (see `fraghash_grow_group'):
+%% the fragment they are taken from, their source. `Where' maps each source
+%% fragment to its table's placement under the target state (a function
+%% from a record to a fragment name): a record moves when it is placed
+%% elsewhere than its source. `Moved' keeps, per item, the records of the
+%% last copy made (sorted; `[]' for an item found without moving records,
+%% whose copies are removed): what the destinations hold for it until a
+%% writer writes there.
+%%
+%% Within one fragment a key has its records in one place: a copy replaces
+%% everything a destination holds under the key. That is exact for `set'
+%% and `ordered_set' tables, where a fragment holds one record per key, and
+%% for `bag' tables placed by their key; `fraghash_grow_group' refuses
+%% `bag' tables placed by a foreign key.
+-module(fraghash_grow_copy).
+
+-export([copy/3, settle/3, last_copy/6, reconcile/5, not_done/2]).
+
+-import(fraghash_tab, [step/2]).
+
+-define(BATCH, 500).
+%% Copy rounds before the switch.
+-define(ROUNDS, 8).
+-define(WATCH_MS, 60000).
+
+-type where() :: #{atom() => fun((tuple()) -> atom())}.
+-type moved() :: #{fraghash_grow_group:item() => [tuple()]}.
+-export_type([where/0, moved/0]).
+
+%% @doc Copies the moving records of each item to where `Where' places
+%% them, in transactions of 500 items that read-lock their sources.
+-spec copy(where(), [fraghash_grow_group:item()], moved()) -> moved().
+copy(Where, Items, Moved) ->
+    copy_batches(Where, lists:usort(Items), Moved).
+
+copy_batches(_Where, [], Moved) ->
+    Moved;
+copy_batches(Where, Items, Moved) ->
+    {Batch, Rest} = lists:split(min(?BATCH, length(Items)), Items),
+    {atomic, Copied} =
+        mnesia:transaction(
+          fun() ->
+                  [begin
+                       Recs = moving(Where, I, mnesia:read(S, K, read)),
+                       ok = put_copies(Where, I, Recs, maps:get(I, Moved, [])),
+                       {I, Recs}
+                   end || {S, K} = I <- Batch]
+          end),
+    copy_batches(Where, Rest, maps:merge(Moved, maps:from_list(Copied))).
+
+%% @doc Copy rounds over the items that writers touched since the last
+%% round (`fraghash_frag_watch' watches every source), until a round finds
+%% none or 8 rounds are done.
+-spec settle(fraghash_frag_watch:watch(), where(), moved()) -> moved().
+settle(Watcher, Where, Moved) ->
+    settle(Watcher, Where, Moved, ?ROUNDS).
+
+settle(_Watcher, _Where, Moved, 0) ->
+    Moved;
+settle(Watcher, Where, Moved, Rounds) ->
+    case touched(Watcher, Where, Moved) of
+        [] -> Moved;
+        Items -> settle(Watcher, Where, copy(Where, Items, Moved), Rounds - 1)
+    end.
+
+%% @doc The check a switch runs under its locks, which hold writers off the
+%% fragments involved: the items they touched since the last round (all
+%% seen by then) are copied once more, after the journal entry `Entry'
+%% (phase `switching') names those copies. The copies are made by a
+%% `sync_dirty' activity of another process (no lock, and not a part of the
+%% schema change, which carries no record), and made durable before the
+%% switch can commit.
+-spec last_copy(atom(), map(), atom(), fraghash_frag_watch:watch(), where(), moved()) ->
+          fun(() -> ok).
+last_copy(Tab, Entry, Step, Watcher, Where, Moved) ->
+    fun() ->
+            step(Tab, Step),
+            case touched(Watcher, Where, Moved) of
+                [] ->
+                    ok;
+                Items ->
+                    Planned = [{I, moving(Where, I, mnesia:dirty_read(S, K))}
+                               || {S, K} = I <- Items],
+                    ok = fraghash_journal:write_from_other_process(
+                           Tab, Entry#{phase => switching,
+                                       moved => maps:merge(Moved, maps:from_list(Planned))}),
+                    fix(Where, Planned, Moved)
+            end
+    end.
+
+%% Makes the planned copies from a process of its own, in a `sync_dirty'
+%% activity (applied on every replica when it returns), then durable on
+%% every node holding one of the fragments written.
+fix(Where, Planned, Moved) ->
+    Dests = lists:usort([D || {I, Recs} <- Planned, D <- dests(Where, I, Recs, Moved)]),
+    {Pid, Ref} = spawn_monitor(
+                   fun() ->
+                           ok = mnesia:activity(
+                                  sync_dirty,
+                                  fun() ->
+                                          [ok = put_copies(Where, I, Recs, maps:get(I, Moved, []))
+                                           || {I, Recs} <- Planned],
+                                          ok
+                                  end),
+                           exit({fixed, fraghash_durable:tables(Dests)})
+                   end),
+    receive
+        {'DOWN', Ref, process, Pid, {fixed, ok}} -> ok;
+        {'DOWN', Ref, process, Pid, Why} -> mnesia:abort({fraghash, copy_failed, Why})
+    end.
+
+%% @doc After a switch, for each item, in term order: which of the source's
+%% moving records (`Here') and its destination's (`There') are the key's
+%% value there. The destination's, unless they are still the last copy this
+%% operation made (`Moved'; none for an item it never copied): then no
+%% writer wrote there since the switch, and the source's are the value,
+%% which a writer that routed with the old state may have changed, or
+%% deleted, after the switch. (A writer that writes, after the switch,
+%% exactly the records of the last copy is taken for none; its value was
+%% the source's too, unless a writer routed with the old state changed that
+%% later still.) With `DeleteOld', the moving records then leave their
+%% source. Each batch of 500 items commits with the journal's progress
+%% mark, so that an item whose source copy this removed is never taken,
+%% after a crash, for one a writer deleted.
+-spec reconcile(atom(), where(), [fraghash_grow_group:item()], moved(), boolean()) -> ok.
+reconcile(Tab, Where, Items, Moved, DeleteOld) ->
+    {atomic, ok} =
+        fraghash_tab:batches(
+          fun({last, I}) ->
+                  fraghash_journal:write_progress(Tab, I);
+             ({S, K} = I) ->
+                  All = mnesia:read(S, K, write),
+                  Here = moving(Where, I, All),
+                  Copy = maps:get(I, Moved, []),
+                  Place = maps:get(S, Where),
+                  [begin
+                       There = lists:sort(mnesia:read(D, K, write)),
+                       Mine = [R || R <- Here, Place(R) =:= D],
+                       case There =:= [R || R <- Copy, Place(R) =:= D] andalso Mine =/= There of
+                           true ->
+                               ok = mnesia:delete(D, K, write),
+                               [ok = mnesia:write(D, R, write) || R <- Mine];
+                           false ->
+                               ok
+                       end
+                   end || D <- dests(Where, I, Here, Moved)],
+                  case DeleteOld andalso Here =/= [] of
+                      false -> ok;
+                      true when length(Here) =:= length(All) -> ok = mnesia:delete(S, K, write);
+                      true -> [ok = mnesia:delete_object(S, R, write) || R <- Here]
+                  end
+          end, with_marks(lists:usort(Items))),
+    ok.
+
+%% @doc The items of `Moved' past the operation's progress mark.
+-spec not_done(atom(), moved()) -> [fraghash_grow_group:item()].
+not_done(Tab, Moved) ->
+    case fraghash_journal:progress(Tab) of
+        none -> maps:keys(Moved);
+        {done_to, Mark} -> [I || I <- maps:keys(Moved), I > Mark]
+    end.
+
+%%% Internals
+
+%% The records of `Recs' (read from item `I''s source) placed elsewhere,
+%% sorted.
+moving(Where, {S, _K}, Recs) ->
+    Place = maps:get(S, Where),
+    lists:sort([R || R <- Recs, Place(R) =/= S]).
+
+%% The fragments item `I''s copies go to or were made in: those of its
+%% moving records `Recs' and of its last copy.
+dests(Where, {S, _K} = I, Recs, Moved) ->
+    Place = maps:get(S, Where),
+    lists:usort([Place(R) || R <- Recs ++ maps:get(I, Moved, [])]).
+
+%% Writes item `I''s moving records `Recs' where they go, replacing what its
+%% earlier copy `Prev' left there (nothing else is there under the key), in
+%% the caller's activity.
+put_copies(Where, {S, K} = I, Recs, Prev) ->
+    Place = maps:get(S, Where),
+    [begin
+         ok = mnesia:delete(D, K, write),
+         [ok = mnesia:write(D, R, write) || R <- Recs, Place(R) =:= D]
+     end || D <- dests(Where, I, Recs, #{I => Prev})],
+    ok.
+
+%% The items that writers wrote or deleted on the sources since the last
+%% call and that concern the operation: a record written that moves, or an
+%% item copied before (its copy must follow).
+touched(Watcher, Where, Moved) ->
+    lists:usort([I || E <- fraghash_frag_watch:take(Watcher, ?WATCH_MS),
+                      {S, _K} = I <- [event_item(E)],
+                      maps:is_key(I, Moved) orelse moves(Where, S, E)]).
+
+event_item({write, Rec, _}) -> {element(1, Rec), element(2, Rec)};
+event_item({delete_object, Rec, _}) -> {element(1, Rec), element(2, Rec)};
+event_item({delete, {Frag, K}, _}) -> {Frag, K}.
+
+moves(Where, S, {Op, Rec, _}) when Op =:= write; Op =:= delete_object ->
+    (maps:get(S, Where))(Rec) =/= S;
+moves(_Where, _S, {delete, _, _}) ->
+    false.
+
+%% Items in batches of fraghash_tab:batches/2's size, each batch ending
+%% with its progress mark.
+with_marks([]) ->
+    [];
+with_marks(Items) ->
+    {Batch, Rest} = lists:split(min(499, length(Items)), Items),
+    Batch ++ [{last, lists:last(Batch)} | with_marks(Rest)].
