@@ -98,6 +98,12 @@ del_frag(Tab) ->
 %% safe to interrupt: a crash during recovery is recovered the same way.
 -spec recover() -> ok | {error, term()}.
 recover() ->
+    case catch fraghash_durable:check_log() of
+        ok -> recover_all();
+        {'EXIT', {{fraghash, restart_mnesia, _} = Reason, _}} -> {error, Reason}
+    end.
+
+recover_all() ->
     case fraghash_journal:ensure() of
         ok ->
             Results = [{T, recover(T)} || T <- fraghash_journal:pending()],
@@ -112,13 +118,21 @@ recover() ->
 %% @doc Finishes or undoes the interrupted operation on `Tab', if any.
 -spec recover(atom()) -> ok | {error, term()}.
 recover(Tab) ->
-    ok = fraghash_journal:ensure(),
-    case fraghash_journal:read(Tab) of
-        none -> ok;
-        stale -> fraghash_journal:delete(Tab);
-        #{op := grow_add} = Entry -> fraghash_grow:recover(Tab, Entry);
-        #{op := grow_del} = Entry -> fraghash_grow_del:recover(Tab, Entry);
-        Entry -> fraghash_frag_recovery:recover(Tab, Entry)
+    try
+        ok = fraghash_durable:check_log(),
+        ok = fraghash_journal:ensure(),
+        case fraghash_journal:read(Tab) of
+            none -> ok;
+            stale -> fraghash_journal:delete(Tab);
+            #{op := grow_add} = Entry -> fraghash_grow:recover(Tab, Entry);
+            #{op := grow_del} = Entry -> fraghash_grow_del:recover(Tab, Entry);
+            Entry -> fraghash_frag_recovery:recover(Tab, Entry)
+        end
+    catch
+        %% A step that failed (a full disc, Mnesia stopping): the entry
+        %% stays, and the reason says what to do before the next try.
+        error:Reason:Stack -> {error, interrupted(Tab, Reason, Stack)};
+        exit:{aborted, Reason} -> {error, element(2, answer(Tab, {aborted, Reason}))}
     end.
 
 %% @doc How many records sit in a fragment other than the one
@@ -445,7 +459,8 @@ disc_bytes(Frag) ->
 with_recovery(Tab, Op) ->
     case recover(Tab) of
         ok -> Op();
-        {error, Reason} -> {aborted, {fraghash, recovery_failed, Reason}}
+        {error, {fraghash, _, _} = Reason} -> {aborted, Reason};
+        {error, Reason} -> answer(Tab, {aborted, {fraghash, recovery_failed, Reason}})
     end.
 
 %% One safe operation per table at a time, cluster-wide; a table that does
@@ -460,26 +475,100 @@ serialized(Tab, Fun) ->
         _ ->
             global:trans({{?MODULE, Tab}, self()},
                          fun() ->
-                                 try Fun()
+                                 try
+                                     ok = fraghash_durable:check_log(),
+                                     answer(Tab, Fun())
                                  catch
                                      exit:{aborted, Reason} ->
-                                         {aborted, Reason};
+                                         answer(Tab, {aborted, Reason});
+                                     exit:Reason:Stack ->
+                                         %% A call into Mnesia while it
+                                         %% stopped (a full disc stops it)
+                                         %% is answered; any other exit goes on.
+                                         case mnesia:system_info(is_running) of
+                                             yes -> erlang:raise(exit, Reason, Stack);
+                                             _ -> {aborted, interrupted(Tab, Reason, Stack)}
+                                         end;
                                      error:Reason:Stack ->
                                          %% A step failed part way (a write or
                                          %% a sync that failed: a full disc, a
                                          %% node gone): its journal entry, if
                                          %% it wrote one, stays for recovery.
-                                         {aborted, {fraghash, interrupted,
-                                                    interrupted(Tab, Reason, Stack)}}
+                                         {aborted, interrupted(Tab, Reason, Stack)}
                                  end
                          end)
     end.
 
+%% An operation's answer, with Mnesia's own reasons for a full disc or for
+%% stopping (which a full disc makes it do) turned into one line that says
+%% what to do.
+answer(Tab, {aborted, Reason} = Aborted) ->
+    case {Reason, failure(Reason)} of
+        {{fraghash, _, _}, _} -> Aborted;
+        {_, none} -> Aborted;
+        {_, Failure} -> {aborted, failed(Tab, Failure, "")}
+    end;
+answer(_Tab, Answer) ->
+    Answer.
+
 interrupted(Tab, Reason, [{M, F, A, _} | _]) ->
-    lists:flatten(
-      io_lib:format("the operation on ~s stopped part way (~0tp in ~s:~s/~b): fix the cause, "
-                    "then fraghash_frag:recover/0 finishes or undoes what it began",
-                    [Tab, Reason, M, F, case A of _ when is_list(A) -> length(A); _ -> A end])).
+    Where = io_lib:format(" in ~s:~s/~b", [M, F, case A of _ when is_list(A) -> length(A);
+                                                         _ -> A
+                                                      end]),
+    case {failure(Reason), mnesia:system_info(is_running)} of
+        {none, yes} -> failed(Tab, {other, Reason}, Where);
+        {none, _} -> failed(Tab, {mnesia_stopped, node()}, Where);
+        {Failure, _} -> failed(Tab, Failure, Where)
+    end.
+
+failed(_Tab, {as_is, Reason}, _Where) ->
+    Reason;
+failed(Tab, {disc_full, File}, Where) ->
+    {fraghash, disc_full,
+     lists:flatten(io_lib:format("a disc is full (~ts)~s while ~s changed: make room on it, "
+                                 "restart Mnesia if it stopped, then fraghash_frag:recover/0 "
+                                 "finishes or undoes the operation", [File, Where, Tab]))};
+failed(Tab, {io_error, File, Posix}, Where) ->
+    {fraghash, io_error,
+     lists:flatten(io_lib:format("~ts: ~s~s while ~s changed: fix it, restart Mnesia if it "
+                                 "stopped, then fraghash_frag:recover/0 finishes or undoes the "
+                                 "operation", [File, file:format_error(Posix), Where, Tab]))};
+failed(Tab, {mnesia_stopped, Node}, Where) ->
+    {fraghash, mnesia_stopped,
+     lists:flatten(io_lib:format("Mnesia stopped on ~s~s while ~s changed (its log says why; a "
+                                 "full disc stops it): fix the cause, start it, then "
+                                 "fraghash_frag:recover/0 finishes or undoes the operation",
+                                 [Node, Where, Tab]))};
+failed(Tab, {other, Reason}, Where) ->
+    {fraghash, interrupted,
+     lists:flatten(io_lib:format("the operation on ~s stopped part way (~0tP~s): fix the cause, "
+                                 "then fraghash_frag:recover/0 finishes or undoes what it began",
+                                 [Tab, Reason, 14, Where]))}.
+
+%% The first failure of a disc or of Mnesia found in an error term: `{disc_full,
+%% File}', `{io_error, File, Posix}', `{mnesia_stopped, Node}', or `none'.
+failure({fraghash, restart_mnesia, _} = Reason) ->
+    {as_is, Reason};
+failure({file_error, File, enospc}) ->
+    {disc_full, text(File)};
+failure({file_error, File, Posix}) when is_atom(Posix) ->
+    {io_error, text(File), Posix};
+failure({node_not_running, Node}) when is_atom(Node) ->
+    {mnesia_stopped, Node};
+failure(T) when is_tuple(T) ->
+    failure(tuple_to_list(T));
+failure(M) when is_map(M) ->
+    failure(maps:to_list(M));
+failure([H | T]) ->
+    case failure(H) of
+        none -> failure(T);
+        Found -> Found
+    end;
+failure(_) ->
+    none.
+
+text(A) when is_atom(A) -> atom_to_list(A);
+text(S) -> try unicode:characters_to_list(S) catch _:_ -> io_lib:format("~0tp", [S]) end.
 
 %%% What a table looks like
 

@@ -139,15 +139,44 @@ drop_orphan(Frag) ->
 
 %%% Internals
 
-%% One schema transaction holding the schema and `Tab' write-locked.
+%% One schema transaction holding the schema and `Tab' write-locked, run
+%% by a process of its own: `mnesia_schema:schema_transaction/1' waits for
+%% its coordinator without a monitor, and when Mnesia stops under it (as a
+%% full disc makes it do) the coordinator can go without an answer. So the
+%% caller watches the transaction's process and Mnesia's controller, and
+%% answers `{aborted, {node_not_running, Node}}' when the controller goes.
 transaction(Tab, Fun) ->
-    mnesia_schema:schema_transaction(
-      fun() ->
-              TidTs = mnesia_schema:get_tid_ts_and_lock(schema, write),
-              _ = mnesia_schema:get_tid_ts_and_lock(Tab, write),
-              Fun(TidTs),
-              ok
-      end).
+    case whereis(mnesia_controller) of
+        undefined ->
+            {aborted, {node_not_running, node()}};
+        Controller ->
+            Watch = monitor(process, Controller),
+            {Pid, Ref} =
+                spawn_monitor(
+                  fun() ->
+                          exit({schema_transaction_done,
+                                mnesia_schema:schema_transaction(
+                                  fun() ->
+                                          TidTs = mnesia_schema:get_tid_ts_and_lock(schema,
+                                                                                    write),
+                                          _ = mnesia_schema:get_tid_ts_and_lock(Tab, write),
+                                          Fun(TidTs),
+                                          ok
+                                  end)})
+                  end),
+            receive
+                {'DOWN', Ref, process, Pid, {schema_transaction_done, Result}} ->
+                    demonitor(Watch, [flush]),
+                    Result;
+                {'DOWN', Ref, process, Pid, Why} ->
+                    demonitor(Watch, [flush]),
+                    {aborted, {transaction_crashed, Why}};
+                {'DOWN', Watch, process, Controller, _} ->
+                    exit(Pid, kill),
+                    receive {'DOWN', Ref, process, Pid, _} -> ok end,
+                    {aborted, {node_not_running, node()}}
+            end
+    end.
 
 %% The table still holds the state and the count the caller read.
 expect(Tab, State, N) ->

@@ -6,7 +6,8 @@
 %% every arrow of the growth path points down to here.
 -module(fraghash_tab).
 
--export([hash/1, frag_name/2, router/1, foreign_key/1, batches/2, durable/2, misplaced/1,
+-export([hash/1, frag_name/2, router/1, foreign_key/1, batches/2, durable/2, dump_log/0,
+         misplaced/1,
          misplaced/2,
          move_misplaced/1, move_misplaced/2, step/2, set_step_hook/1]).
 
@@ -75,6 +76,20 @@ durable(Tabs, N) ->
     fraghash_durable:tables([F || T <- Tabs, I <- lists:seq(1, N), F <- [frag_name(T, I)],
                                   lists:member(F, Tables)]
                             ++ [fraghash_journal || lists:member(fraghash_journal, Tables)]).
+
+%% @doc Dumps Mnesia's log into its tables' files (`mnesia:dump_log/0'),
+%% from a process of its own: a dump that fails (a full disc) stops Mnesia,
+%% whose disk_log process is then killed, and with it every process linked
+%% to it, the one that asked for the dump included. Raises when the dump
+%% fails.
+-spec dump_log() -> ok.
+dump_log() ->
+    {Pid, Ref} = spawn_monitor(fun() -> exit({dump_log, mnesia:dump_log()}) end),
+    receive
+        {'DOWN', Ref, process, Pid, {dump_log, dumped}} -> ok;
+        {'DOWN', Ref, process, Pid, {dump_log, Other}} -> error({dump_log_failed, Other});
+        {'DOWN', Ref, process, Pid, Why} -> error({dump_log_failed, Why})
+    end.
 
 %% @doc `{From, To, Key}' for each record of `Tab' in a fragment other than
 %% the one the hash module places it in (`To'), by its key or, for a
