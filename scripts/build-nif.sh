@@ -1,31 +1,45 @@
 #!/bin/sh
-# Builds the fraghash NIF (the Rust crate fraghash-nif, release mode) and
-# installs it as priv/libfraghash_nif.so of this application. rebar3 runs it
-# before every compile (see rebar.config); it is quick when nothing changed.
+# Builds the fraghash NIFs (the Rust crates fraghash-nif and
+# fraghash-redb-nif, release mode, in one cargo call) and installs them as
+# priv/libfraghash_nif.so and priv/libfraghash_redb_nif.so of this
+# application. rebar3 runs it before every compile (see rebar.config); it is
+# quick when nothing changed.
 #
 # Environment: CARGO (default: cargo), CARGO_TARGET_DIR (default: the
-# workspace's target/), FRAGHASH_NIF_SO (a prebuilt library to install
-# instead of running cargo).
+# workspace's target/), FRAGHASH_NIF_SO and FRAGHASH_REDB_NIF_SO (prebuilt
+# libraries to install instead of running cargo: with FRAGHASH_NIF_SO set,
+# cargo does not run, and the redb library is installed only when
+# FRAGHASH_REDB_NIF_SO is set too).
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 cargo=${CARGO:-cargo}
 target=${CARGO_TARGET_DIR:-$root/target}
 
 case "$(uname -s)" in
-    Darwin) lib=libfraghash_nif.dylib ;;
-    *) lib=libfraghash_nif.so ;;
+    Darwin) ext=dylib ;;
+    *) ext=so ;;
 esac
+lib=libfraghash_nif.$ext
+redb_lib=libfraghash_redb_nif.$ext
 
 if [ -z "${FRAGHASH_NIF_SO:-}" ]; then
     if ! command -v "$cargo" >/dev/null 2>&1; then
         echo "fraghash: cargo not found; the NIF needs a Rust toolchain (https://rustup.rs) or FRAGHASH_NIF_SO=/path/to/$lib" >&2
         exit 1
     fi
-    (cd "$root" && CARGO_TARGET_DIR="$target" "$cargo" build --quiet --release -p fraghash-nif)
+    (cd "$root" && CARGO_TARGET_DIR="$target" "$cargo" build --quiet --release \
+        -p fraghash-nif -p fraghash-redb-nif)
+    FRAGHASH_REDB_NIF_SO=${FRAGHASH_REDB_NIF_SO:-$target/release/$redb_lib}
 fi
 
 mkdir -p "$root/priv"
 # Copy then rename, so a running VM that has the old library mapped is not
 # disturbed by an in-place overwrite.
-cp "${FRAGHASH_NIF_SO:-$target/release/$lib}" "$root/priv/.libfraghash_nif.so.tmp"
-mv -f "$root/priv/.libfraghash_nif.so.tmp" "$root/priv/libfraghash_nif.so"
+install_lib() {
+    cp "$1" "$root/priv/.$2.tmp"
+    mv -f "$root/priv/.$2.tmp" "$root/priv/$2"
+}
+install_lib "${FRAGHASH_NIF_SO:-$target/release/$lib}" libfraghash_nif.so
+if [ -n "${FRAGHASH_REDB_NIF_SO:-}" ]; then
+    install_lib "$FRAGHASH_REDB_NIF_SO" libfraghash_redb_nif.so
+fi

@@ -1,0 +1,421 @@
+//! Erlang NIF of module `fraghash_redb_nif`: order keys of terms, and a
+//! redb database of many tables ([`fraghash_redb`]).
+//!
+//! | function | scheduler | returns |
+//! |---|---|---|
+//! | `order_key_etf(Etf)` | normal (callers pass at most a few KiB) | the order key, a binary |
+//! | `order_key_etf_dirty(Etf)` | dirty CPU | the same, for any size |
+//! | `open(Path, Opts)` | dirty I/O | `{ok, Db}` |
+//! | `close(Db)` | dirty I/O | `ok` (again after the first: `ok`) |
+//! | `create_table(Db, Name, Props)` | dirty I/O | `ok` |
+//! | `delete_table(Db, Name)` | dirty I/O | `ok` |
+//! | `tables(Db)` | dirty I/O | `{ok, [{Name, Props}]}` |
+//! | `write(Db, Ops, Durability)` | dirty I/O | `ok` |
+//! | `sync(Db)` | dirty I/O | `ok` |
+//! | `get(Db, Tab, Key)` | dirty I/O | `{ok, Value}` or `not_found` |
+//! | `first(Db, Tab)`, `last(Db, Tab)` | dirty I/O | `{ok, Key, Value}` or `'$end_of_table'` |
+//! | `next(Db, Tab, Key)`, `prev(Db, Tab, Key)` | dirty I/O | the same |
+//! | `chunk(Db, Tab, Start, Dir, Max)` | dirty I/O | `{ok, [{Key, Value}], more \| done}` |
+//! | `size(Db, Tab)` | dirty I/O | `{ok, Count}` |
+//!
+//! `Path`, `Name`, `Tab`, `Key`, `Value` and `Props` are binaries (keys are
+//! order keys, values any bytes). `Opts` is a map with optional `create`
+//! (boolean), `cache_bytes` (integer) and `verify` (boolean). `Ops` is a
+//! list of `{put, Tab, Key, Value}`, `{delete, Tab, Key}` and `{clear,
+//! Tab}`, applied in one transaction; `Durability` is `immediate` or
+//! `deferred`. `Start` is `edge`, `{after, Key}` or `{at, Key}`; `Dir` is
+//! `forward` or `backward`.
+//!
+//! Database calls return `{error, {Kind, Message}}` on failure, `Kind` one
+//! of `locked`, `foreign`, `corrupt`, `disk_full`, `not_found`, `io`,
+//! `storage`, `no_such_table`, `table_exists`, `bad_table_name`, `closed`
+//! and `Message` a binary. Order keys raise `{fraghash_redb, Reason,
+//! Message}`, `Reason` one of `unsupported_key`, `key_too_large`,
+//! `too_deep`, `bad_term`. Arguments of the wrong type raise `badarg`.
+//! Nothing here panics on bad input, and rustler turns any panic into an
+//! Erlang exception, so no call can bring the VM down.
+
+use std::sync::RwLock;
+
+use fraghash_redb::db::{Chunk, Db, DbError, Direction, Durability, Op, OpenOptions, Start};
+use fraghash_redb::term::{order_key, TermError};
+use rustler::{Atom, Binary, Encoder, Env, Error, NewBinary, NifResult, ResourceArc, Term};
+
+mod atoms {
+    rustler::atoms! {
+        ok,
+        error,
+        fraghash_redb,
+        unsupported_key,
+        key_too_large,
+        too_deep,
+        bad_term,
+        locked,
+        foreign,
+        corrupt,
+        disk_full,
+        not_found,
+        io,
+        storage,
+        no_such_table,
+        table_exists,
+        bad_table_name,
+        closed,
+        create,
+        cache_bytes,
+        verify,
+        put,
+        delete,
+        clear,
+        immediate,
+        deferred,
+        edge,
+        after,
+        at,
+        forward,
+        backward,
+        more,
+        done,
+        end_of_table = "$end_of_table",
+    }
+}
+
+/// An open database; `None` once closed.
+struct DbResource(RwLock<Option<Db>>);
+
+#[rustler::resource_impl]
+impl rustler::Resource for DbResource {}
+
+fn binary<'a>(env: Env<'a>, data: &[u8]) -> Term<'a> {
+    NewBinary::from_slice(env, data).into()
+}
+
+fn text<'a>(env: Env<'a>, s: &str) -> Term<'a> {
+    binary(env, s.as_bytes())
+}
+
+fn db_error<'a>(env: Env<'a>, e: &DbError) -> Term<'a> {
+    let kind = match e {
+        DbError::Locked { .. } => atoms::locked(),
+        DbError::Foreign { .. } => atoms::foreign(),
+        DbError::Corrupt { .. } => atoms::corrupt(),
+        DbError::DiskFull { .. } => atoms::disk_full(),
+        DbError::NotFound { .. } => atoms::not_found(),
+        DbError::Io { .. } => atoms::io(),
+        DbError::Storage { .. } => atoms::storage(),
+        DbError::NoSuchTable { .. } => atoms::no_such_table(),
+        DbError::TableExists { .. } => atoms::table_exists(),
+        DbError::BadTableName { .. } => atoms::bad_table_name(),
+    };
+    (atoms::error(), (kind, text(env, &e.to_string()))).encode(env)
+}
+
+fn closed(env: Env<'_>) -> Term<'_> {
+    let msg = text(env, "the database is closed");
+    (atoms::error(), (atoms::closed(), msg)).encode(env)
+}
+
+/// Runs `f` on the open database, turning its error into `{error, ...}`.
+fn with_db<'a>(
+    env: Env<'a>,
+    res: &DbResource,
+    f: impl FnOnce(&Db) -> Result<Term<'a>, DbError>,
+) -> Term<'a> {
+    // A panic while the lock was held cannot leave the `Db` half-changed
+    // (redb's own state is its concern), so a poisoned lock is used as is.
+    let guard = res.0.read().unwrap_or_else(|p| p.into_inner());
+    match guard.as_ref() {
+        None => closed(env),
+        Some(db) => f(db).unwrap_or_else(|e| db_error(env, &e)),
+    }
+}
+
+fn utf8<'a>(b: Binary<'a>) -> NifResult<&'a str> {
+    std::str::from_utf8(b.as_slice()).map_err(|_| Error::BadArg)
+}
+
+fn key_error(e: TermError) -> Error {
+    let reason = match e {
+        TermError::UnsupportedKey { .. } => atoms::unsupported_key(),
+        TermError::KeyTooLarge { .. } => atoms::key_too_large(),
+        TermError::TooDeep { .. } => atoms::too_deep(),
+        _ => atoms::bad_term(),
+    };
+    Error::RaiseTerm(Box::new((atoms::fraghash_redb(), reason, e.to_string())))
+}
+
+/// The order key of a term given as `term_to_binary/1` bytes. Normal
+/// scheduler: the Erlang wrapper sends only small terms here.
+#[rustler::nif]
+fn order_key_etf<'a>(env: Env<'a>, etf: Binary<'a>) -> NifResult<Term<'a>> {
+    key_of(env, etf)
+}
+
+fn key_of<'a>(env: Env<'a>, etf: Binary<'a>) -> NifResult<Term<'a>> {
+    let key = order_key(etf.as_slice()).map_err(key_error)?;
+    Ok(binary(env, &key))
+}
+
+/// As `order_key_etf/1`, on a dirty CPU scheduler, for large terms.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn order_key_etf_dirty<'a>(env: Env<'a>, etf: Binary<'a>) -> NifResult<Term<'a>> {
+    key_of(env, etf)
+}
+
+fn open_options(opts: Term) -> NifResult<OpenOptions> {
+    let mut o = OpenOptions::default();
+    if let Ok(v) = opts.map_get(atoms::create()) {
+        o.create = v.decode()?;
+    }
+    if let Ok(v) = opts.map_get(atoms::cache_bytes()) {
+        o.cache_bytes = v.decode()?;
+    }
+    if let Ok(v) = opts.map_get(atoms::verify()) {
+        o.verify = v.decode()?;
+    }
+    Ok(o)
+}
+
+/// Opens (or creates) the database in file `path`.
+#[rustler::nif(schedule = "DirtyIo")]
+fn open<'a>(env: Env<'a>, path: Binary<'a>, opts: Term<'a>) -> NifResult<Term<'a>> {
+    if !opts.is_map() {
+        return Err(Error::BadArg);
+    }
+    let options = open_options(opts)?;
+    Ok(match Db::open(utf8(path)?, &options) {
+        Ok(db) => {
+            let res = ResourceArc::new(DbResource(RwLock::new(Some(db))));
+            (atoms::ok(), res).encode(env)
+        }
+        Err(e) => db_error(env, &e),
+    })
+}
+
+/// Closes the database; later calls on it return `{error, {closed, _}}`.
+#[rustler::nif(schedule = "DirtyIo")]
+fn close(env: Env, db: ResourceArc<DbResource>) -> Term {
+    let taken = db.0.write().unwrap_or_else(|p| p.into_inner()).take();
+    match taken.map(Db::close) {
+        Some(Err(e)) => db_error(env, &e),
+        _ => atoms::ok().encode(env),
+    }
+}
+
+#[rustler::nif(schedule = "DirtyIo")]
+fn create_table<'a>(
+    env: Env<'a>,
+    db: ResourceArc<DbResource>,
+    name: Binary<'a>,
+    props: Binary<'a>,
+) -> NifResult<Term<'a>> {
+    let name = utf8(name)?;
+    Ok(with_db(env, &db, |d| {
+        d.create_table(name, props.as_slice())?;
+        Ok(atoms::ok().encode(env))
+    }))
+}
+
+#[rustler::nif(schedule = "DirtyIo")]
+fn delete_table<'a>(
+    env: Env<'a>,
+    db: ResourceArc<DbResource>,
+    name: Binary<'a>,
+) -> NifResult<Term<'a>> {
+    let name = utf8(name)?;
+    Ok(with_db(env, &db, |d| {
+        d.delete_table(name)?;
+        Ok(atoms::ok().encode(env))
+    }))
+}
+
+#[rustler::nif(schedule = "DirtyIo")]
+fn tables(env: Env, db: ResourceArc<DbResource>) -> Term {
+    with_db(env, &db, |d| {
+        let list: Vec<Term> = d
+            .tables()?
+            .iter()
+            .map(|(n, p)| (text(env, n), binary(env, p)).encode(env))
+            .collect();
+        Ok((atoms::ok(), list).encode(env))
+    })
+}
+
+/// One op of a batch: `{put, Tab, Key, Value}`, `{delete, Tab, Key}` or
+/// `{clear, Tab}`.
+fn decode_op<'a>(t: Term<'a>) -> NifResult<Op<'a>> {
+    let parts = rustler::types::tuple::get_tuple(t)?;
+    let tag: Atom = parts.first().ok_or(Error::BadArg)?.decode()?;
+    let bin = |i: usize| -> NifResult<&'a [u8]> {
+        let b: Binary<'a> = parts.get(i).ok_or(Error::BadArg)?.decode()?;
+        Ok(b.as_slice())
+    };
+    let table =
+        || -> NifResult<&'a str> { std::str::from_utf8(bin(1)?).map_err(|_| Error::BadArg) };
+    Ok(match parts.len() {
+        4 if tag == atoms::put() => Op::Put {
+            table: table()?,
+            key: bin(2)?,
+            value: bin(3)?,
+        },
+        3 if tag == atoms::delete() => Op::Delete {
+            table: table()?,
+            key: bin(2)?,
+        },
+        2 if tag == atoms::clear() => Op::Clear { table: table()? },
+        _ => return Err(Error::BadArg),
+    })
+}
+
+/// Applies `ops` in one transaction with `durability` (`immediate` or
+/// `deferred`).
+#[rustler::nif(schedule = "DirtyIo")]
+fn write<'a>(
+    env: Env<'a>,
+    db: ResourceArc<DbResource>,
+    ops: Vec<Term<'a>>,
+    durability: Atom,
+) -> NifResult<Term<'a>> {
+    let durability = if durability == atoms::immediate() {
+        Durability::Immediate
+    } else if durability == atoms::deferred() {
+        Durability::Deferred
+    } else {
+        return Err(Error::BadArg);
+    };
+    let ops = ops
+        .into_iter()
+        .map(decode_op)
+        .collect::<NifResult<Vec<_>>>()?;
+    Ok(with_db(env, &db, |d| {
+        d.write(&ops, durability)?;
+        Ok(atoms::ok().encode(env))
+    }))
+}
+
+#[rustler::nif(schedule = "DirtyIo")]
+fn sync(env: Env, db: ResourceArc<DbResource>) -> Term {
+    with_db(env, &db, |d| {
+        d.sync()?;
+        Ok(atoms::ok().encode(env))
+    })
+}
+
+#[rustler::nif(schedule = "DirtyIo")]
+fn get<'a>(
+    env: Env<'a>,
+    db: ResourceArc<DbResource>,
+    tab: Binary<'a>,
+    key: Binary<'a>,
+) -> NifResult<Term<'a>> {
+    let tab = utf8(tab)?;
+    Ok(with_db(env, &db, |d| {
+        Ok(match d.get(tab, key.as_slice())? {
+            Some(v) => (atoms::ok(), binary(env, &v)).encode(env),
+            None => atoms::not_found().encode(env),
+        })
+    }))
+}
+
+fn one<'a>(env: Env<'a>, r: Option<(Vec<u8>, Vec<u8>)>) -> Term<'a> {
+    match r {
+        Some((k, v)) => (atoms::ok(), binary(env, &k), binary(env, &v)).encode(env),
+        None => atoms::end_of_table().encode(env),
+    }
+}
+
+#[rustler::nif(schedule = "DirtyIo")]
+fn first<'a>(env: Env<'a>, db: ResourceArc<DbResource>, tab: Binary<'a>) -> NifResult<Term<'a>> {
+    let tab = utf8(tab)?;
+    Ok(with_db(env, &db, |d| Ok(one(env, d.first(tab)?))))
+}
+
+#[rustler::nif(schedule = "DirtyIo")]
+fn last<'a>(env: Env<'a>, db: ResourceArc<DbResource>, tab: Binary<'a>) -> NifResult<Term<'a>> {
+    let tab = utf8(tab)?;
+    Ok(with_db(env, &db, |d| Ok(one(env, d.last(tab)?))))
+}
+
+#[rustler::nif(schedule = "DirtyIo")]
+fn next<'a>(
+    env: Env<'a>,
+    db: ResourceArc<DbResource>,
+    tab: Binary<'a>,
+    key: Binary<'a>,
+) -> NifResult<Term<'a>> {
+    let tab = utf8(tab)?;
+    Ok(with_db(env, &db, |d| {
+        Ok(one(env, d.next(tab, key.as_slice())?))
+    }))
+}
+
+#[rustler::nif(schedule = "DirtyIo")]
+fn prev<'a>(
+    env: Env<'a>,
+    db: ResourceArc<DbResource>,
+    tab: Binary<'a>,
+    key: Binary<'a>,
+) -> NifResult<Term<'a>> {
+    let tab = utf8(tab)?;
+    Ok(with_db(env, &db, |d| {
+        Ok(one(env, d.prev(tab, key.as_slice())?))
+    }))
+}
+
+fn decode_start<'a>(t: Term<'a>) -> NifResult<Start<'a>> {
+    if let Ok(a) = t.decode::<Atom>() {
+        return if a == atoms::edge() {
+            Ok(Start::Edge)
+        } else {
+            Err(Error::BadArg)
+        };
+    }
+    let (tag, key): (Atom, Binary<'a>) = t.decode()?;
+    if tag == atoms::after() {
+        Ok(Start::After(key.as_slice()))
+    } else if tag == atoms::at() {
+        Ok(Start::At(key.as_slice()))
+    } else {
+        Err(Error::BadArg)
+    }
+}
+
+/// Up to `max` records from `start` in `dir`: `{ok, Items, more | done}`.
+#[rustler::nif(schedule = "DirtyIo")]
+fn chunk<'a>(
+    env: Env<'a>,
+    db: ResourceArc<DbResource>,
+    tab: Binary<'a>,
+    start: Term<'a>,
+    dir: Atom,
+    max: usize,
+) -> NifResult<Term<'a>> {
+    let tab = utf8(tab)?;
+    let start = decode_start(start)?;
+    let dir = if dir == atoms::forward() {
+        Direction::Forward
+    } else if dir == atoms::backward() {
+        Direction::Backward
+    } else {
+        return Err(Error::BadArg);
+    };
+    Ok(with_db(env, &db, |d| {
+        let Chunk { items, more } = d.chunk(tab, start, dir, max)?;
+        let list: Vec<Term> = items
+            .iter()
+            .map(|(k, v)| (binary(env, k), binary(env, v)).encode(env))
+            .collect();
+        let more = if more { atoms::more() } else { atoms::done() };
+        Ok((atoms::ok(), list, more).encode(env))
+    }))
+}
+
+#[rustler::nif(schedule = "DirtyIo")]
+fn size<'a>(env: Env<'a>, db: ResourceArc<DbResource>, tab: Binary<'a>) -> NifResult<Term<'a>> {
+    let tab = utf8(tab)?;
+    Ok(with_db(env, &db, |d| {
+        Ok((atoms::ok(), d.len(tab)?).encode(env))
+    }))
+}
+
+rustler::init!("fraghash_redb_nif");

@@ -1,0 +1,371 @@
+//! One redb database file holding many named tables.
+//!
+//! A [`Db`] is one file; each table in it (one per Mnesia table) maps keys
+//! to values, both bytes, in the bytewise order of the keys. Keys are meant
+//! to be order keys ([`crate::term::order_key`]) and values the records'
+//! external-format bytes, but this layer only sees bytes.
+//!
+//! - [`Db::write`] applies a batch of puts, deletes and clears across any
+//!   number of tables in one redb write transaction: all of it commits, or
+//!   none of it. The caller chooses the [`Durability`] of each batch: a
+//!   [`Durability::Deferred`] batch becomes durable with the next
+//!   [`Durability::Immediate`] one or [`Db::sync`], which is how several
+//!   writers' batches can share one sync.
+//! - Reads see the last committed batch: [`Db::get`], [`Db::chunk`] (up to
+//!   a given number of records from a bound, in either direction),
+//!   [`Db::first`], [`Db::last`], [`Db::next`], [`Db::prev`], [`Db::len`].
+//!
+//! The file holds, besides the tables, a format mark (so that a redb file of
+//! another program is refused, not written to) and a catalogue of the
+//! tables with bytes the caller keeps for each (its properties). Opening
+//! maps every failure to a [`DbError`]: the file open elsewhere, not a
+//! database of this crate, corrupt, a full disc.
+//!
+//! A `Db` is `Send + Sync`: reads run concurrently with each other and with
+//! a write; writes wait for each other.
+
+mod error;
+mod read;
+
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+
+use redb::{ReadableDatabase, ReadableTable, TableDefinition};
+
+use error::At;
+pub use error::DbError;
+pub use read::{Chunk, Direction, Start};
+
+/// The longest table name, in bytes.
+pub const MAX_TABLE_NAME: usize = 1024;
+
+/// The format mark, under key `format` of the meta table.
+const FORMAT: &[u8] = b"fraghash-redb 1";
+const META: TableDefinition<&str, &[u8]> = TableDefinition::new("fraghash-redb/meta");
+/// Table name -> the properties its creator gave.
+const CATALOGUE: TableDefinition<&str, &[u8]> = TableDefinition::new("fraghash-redb/tables");
+/// Tables' data live under this prefix, apart from the two above.
+const DATA_PREFIX: &str = "t/";
+
+type DataDef<'a> = TableDefinition<'a, &'static [u8], &'static [u8]>;
+
+/// How [`Db::open`] opens a file.
+#[derive(Clone, Debug)]
+pub struct OpenOptions {
+    /// Create the database when the file does not exist or is empty.
+    /// Default: `true`.
+    pub create: bool,
+    /// redb's cache, in bytes. Default: 64 MiB.
+    pub cache_bytes: usize,
+    /// Check every page's checksum on open (reads the whole file). Without
+    /// it, redb checks the file only after a crash, and damage elsewhere is
+    /// found when it is read. Default: `false`.
+    pub verify: bool,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions {
+            create: true,
+            cache_bytes: 64 << 20,
+            verify: false,
+        }
+    }
+}
+
+/// When a committed batch is on disc.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durability {
+    /// Synced before [`Db::write`] returns.
+    Immediate,
+    /// Visible to reads at once, but on disc only after a later
+    /// [`Durability::Immediate`] batch or [`Db::sync`]; a crash before then
+    /// loses it (and every batch after it), never a part of one.
+    Deferred,
+}
+
+/// One change in a [`Db::write`] batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op<'a> {
+    /// Sets `key` to `value` in `table`.
+    Put {
+        /// The table.
+        table: &'a str,
+        /// The key.
+        key: &'a [u8],
+        /// The value.
+        value: &'a [u8],
+    },
+    /// Removes `key` from `table`, if there.
+    Delete {
+        /// The table.
+        table: &'a str,
+        /// The key.
+        key: &'a [u8],
+    },
+    /// Removes every record of `table`.
+    Clear {
+        /// The table.
+        table: &'a str,
+    },
+}
+
+impl Op<'_> {
+    fn table(&self) -> &str {
+        match self {
+            Op::Put { table, .. } | Op::Delete { table, .. } | Op::Clear { table } => table,
+        }
+    }
+}
+
+/// A database file open for reading and writing (see the [module
+/// documentation](self)).
+pub struct Db {
+    db: redb::Database,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db").field("path", &self.path).finish()
+    }
+}
+
+fn data_def(name: &str) -> DataDef<'_> {
+    // `name` is checked non-empty, so the prefixed name is never empty,
+    // which is all `new` asserts.
+    TableDefinition::new(name)
+}
+
+fn check_name(name: &str) -> Result<(), DbError> {
+    let bad = |reason| {
+        Err(DbError::BadTableName {
+            name: name.to_owned(),
+            reason,
+        })
+    };
+    if name.is_empty() {
+        bad("it is empty")
+    } else if name.len() > MAX_TABLE_NAME {
+        bad("it is longer than 1024 bytes")
+    } else {
+        Ok(())
+    }
+}
+
+impl Db {
+    /// Opens the database in `path`, creating it if allowed (see
+    /// [`OpenOptions`]).
+    ///
+    /// Errors: [`DbError::Locked`] when the file is open in another process
+    /// or another `Db`; [`DbError::Foreign`] for a file that is not a redb
+    /// database, or a redb database of another program (one with tables but
+    /// no format mark of this crate); [`DbError::Corrupt`] for a damaged
+    /// database; [`DbError::DiskFull`], [`DbError::NotFound`],
+    /// [`DbError::Io`] for those failures of the file system. A file that
+    /// makes redb panic (damage its checks do not catch) is reported as
+    /// corrupt.
+    pub fn open(path: impl AsRef<Path>, options: &OpenOptions) -> Result<Db, DbError> {
+        let path = path.as_ref();
+        let opened = catch_unwind(AssertUnwindSafe(|| Self::open_inner(path, options)));
+        opened.unwrap_or_else(|panic| {
+            let reason = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("redb panicked while reading it");
+            Err(DbError::Corrupt {
+                path: path.to_path_buf(),
+                reason: reason.to_owned(),
+            })
+        })
+    }
+
+    fn open_inner(path: &Path, options: &OpenOptions) -> Result<Db, DbError> {
+        let mut builder = redb::Builder::new();
+        builder
+            .set_cache_size(options.cache_bytes)
+            .set_check_integrity_on_open(options.verify);
+        let db = if options.create {
+            builder.create(path)
+        } else {
+            builder.open(path)
+        }
+        .at(path)?;
+        let db = Db {
+            db,
+            path: path.to_path_buf(),
+        };
+        db.check_format(options.create)?;
+        Ok(db)
+    }
+
+    /// Checks the format mark; marks a database that has no tables at all.
+    fn check_format(&self, create: bool) -> Result<(), DbError> {
+        let p = &self.path;
+        let foreign = |reason: &str| DbError::Foreign {
+            path: p.clone(),
+            reason: reason.to_owned(),
+        };
+        let txn = self.db.begin_read().at(p)?;
+        let has_tables = txn.list_tables().at(p)?.next().is_some();
+        let mark = match txn.open_table(META) {
+            Ok(meta) => meta.get("format").at(p)?.map(|v| v.value().to_vec()),
+            Err(redb::TableError::TableDoesNotExist(_)) => None,
+            Err(e) => return Err(foreign(&format!("its meta table is unreadable ({e})"))),
+        };
+        match mark {
+            Some(m) if m == FORMAT => return Ok(()),
+            Some(_) => return Err(foreign("its format mark is another program's or version's")),
+            None if has_tables => return Err(foreign("a redb database of another program")),
+            None if !create => return Err(foreign("an empty redb database, not created here")),
+            None => {}
+        }
+        drop(txn);
+        let txn = self.db.begin_write().at(p)?;
+        txn.open_table(META).at(p)?.insert("format", FORMAT).at(p)?;
+        txn.open_table(CATALOGUE).at(p)?;
+        txn.commit().at(p)
+    }
+
+    /// The file this database is in.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Creates an empty table `name`, keeping `props` with it (any bytes;
+    /// [`Db::tables`] gives them back). Durable when it returns.
+    pub fn create_table(&self, name: &str, props: &[u8]) -> Result<(), DbError> {
+        check_name(name)?;
+        let p = &self.path;
+        let txn = self.db.begin_write().at(p)?;
+        {
+            let mut cat = txn.open_table(CATALOGUE).at(p)?;
+            if cat.get(name).at(p)?.is_some() {
+                return Err(DbError::TableExists {
+                    name: name.to_owned(),
+                });
+            }
+            cat.insert(name, props).at(p)?;
+            let data = format!("{DATA_PREFIX}{name}");
+            txn.open_table(data_def(&data)).at(p)?;
+        }
+        txn.commit().at(p)
+    }
+
+    /// Deletes table `name` and its records. Durable when it returns.
+    pub fn delete_table(&self, name: &str) -> Result<(), DbError> {
+        check_name(name)?;
+        let p = &self.path;
+        let txn = self.db.begin_write().at(p)?;
+        {
+            let mut cat = txn.open_table(CATALOGUE).at(p)?;
+            if cat.remove(name).at(p)?.is_none() {
+                return Err(DbError::NoSuchTable {
+                    name: name.to_owned(),
+                });
+            }
+            let data = format!("{DATA_PREFIX}{name}");
+            txn.delete_table(data_def(&data)).at(p)?;
+        }
+        txn.commit().at(p)
+    }
+
+    /// Every table, with the properties it was created with, by name.
+    pub fn tables(&self) -> Result<Vec<(String, Vec<u8>)>, DbError> {
+        let p = &self.path;
+        let txn = self.db.begin_read().at(p)?;
+        let cat = txn.open_table(CATALOGUE).at(p)?;
+        let mut out = Vec::new();
+        for item in cat.iter().at(p)? {
+            let (k, v) = item.at(p)?;
+            out.push((k.value().to_owned(), v.value().to_vec()));
+        }
+        Ok(out)
+    }
+
+    /// Applies `ops` in order in one transaction, with `durability`. Either
+    /// every op takes effect or, on any error (a table that does not exist,
+    /// a failed write), none does.
+    pub fn write(&self, ops: &[Op], durability: Durability) -> Result<(), DbError> {
+        let p = &self.path;
+        let mut txn = self.db.begin_write().at(p)?;
+        txn.set_durability(match durability {
+            Durability::Immediate => redb::Durability::Immediate,
+            Durability::Deferred => redb::Durability::None,
+        })
+        .at(p)?;
+        {
+            let cat = txn.open_table(CATALOGUE).at(p)?;
+            let mut names: HashMap<&str, String> = HashMap::new();
+            for op in ops {
+                let name = op.table();
+                if !names.contains_key(name) {
+                    if cat.get(name).at(p)?.is_none() {
+                        return Err(DbError::NoSuchTable {
+                            name: name.to_owned(),
+                        });
+                    }
+                    names.insert(name, format!("{DATA_PREFIX}{name}"));
+                }
+            }
+            drop(cat);
+            let mut open = HashMap::new();
+            for op in ops {
+                let data = &names[op.table()];
+                if let Op::Clear { .. } = op {
+                    open.remove(op.table());
+                    txn.delete_table(data_def(data)).at(p)?;
+                }
+                let table = match open.entry(op.table()) {
+                    std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        e.insert(txn.open_table(data_def(data)).at(p)?)
+                    }
+                };
+                match *op {
+                    Op::Put { key, value, .. } => {
+                        table.insert(key, value).at(p)?;
+                    }
+                    Op::Delete { key, .. } => {
+                        table.remove(key).at(p)?;
+                    }
+                    Op::Clear { .. } => {}
+                }
+            }
+        }
+        txn.commit().at(p)
+    }
+
+    /// Makes every batch committed so far durable (a no-op when the last
+    /// one was [`Durability::Immediate`]).
+    pub fn sync(&self) -> Result<(), DbError> {
+        self.write(&[], Durability::Immediate)
+    }
+
+    /// Closes the database, reporting an error of the last steps (dropping
+    /// a `Db` closes it too, silently).
+    pub fn close(self) -> Result<(), DbError> {
+        let Db { db, path } = self;
+        db.close().at(&path)
+    }
+
+    /// A read transaction's view of table `name`.
+    fn read_table(
+        &self,
+        name: &str,
+    ) -> Result<redb::ReadOnlyTable<&'static [u8], &'static [u8]>, DbError> {
+        check_name(name)?;
+        let p = &self.path;
+        let txn = self.db.begin_read().at(p)?;
+        let data = format!("{DATA_PREFIX}{name}");
+        match txn.open_table(data_def(&data)) {
+            Ok(t) => Ok(t),
+            Err(redb::TableError::TableDoesNotExist(_)) => Err(DbError::NoSuchTable {
+                name: name.to_owned(),
+            }),
+            Err(e) => Err(DbError::redb(p, e)),
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! Reads of a [`Db`]'s tables: by key, by neighbour, and in chunks.
+//!
+//! Each call reads the last committed state in its own read transaction;
+//! successive chunks of one scan may thus see later commits, as an ets
+//! `select/3` continuation may.
+
+use std::ops::Bound;
+
+use redb::ReadableTableMetadata;
+
+use super::error::At;
+use super::{Db, DbError};
+
+/// Which way a [`Db::chunk`] goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// Ascending keys.
+    Forward,
+    /// Descending keys.
+    Backward,
+}
+
+/// Where a [`Db::chunk`] starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Start<'a> {
+    /// At the first key (forward) or the last (backward).
+    Edge,
+    /// Past this key: above it going forward, below it going backward.
+    After(&'a [u8]),
+    /// At this key if present, else as [`Start::After`].
+    At(&'a [u8]),
+}
+
+/// Records read by [`Db::chunk`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Chunk {
+    /// `(key, value)` pairs, in the chunk's direction.
+    pub items: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Whether records remain past the last one here (then the next chunk
+    /// starts at [`Start::After`] that record's key).
+    pub more: bool,
+}
+
+type Pair = (Vec<u8>, Vec<u8>);
+type Guards<'a> = (
+    redb::AccessGuard<'a, &'static [u8]>,
+    redb::AccessGuard<'a, &'static [u8]>,
+);
+
+fn owned(item: Result<Guards<'_>, redb::StorageError>, db: &Db) -> Result<Pair, DbError> {
+    let (k, v) = item.at(&db.path)?;
+    Ok((k.value().to_vec(), v.value().to_vec()))
+}
+
+impl Db {
+    /// The value of `key` in table `table`, if there.
+    pub fn get(&self, table: &str, key: &[u8]) -> Result<Option<Vec<u8>>, DbError> {
+        let t = self.read_table(table)?;
+        let v = t.get(key).at(&self.path)?;
+        Ok(v.map(|g| g.value().to_vec()))
+    }
+
+    /// How many records table `table` holds.
+    pub fn len(&self, table: &str) -> Result<u64, DbError> {
+        self.read_table(table)?.len().at(&self.path)
+    }
+
+    /// Up to `max` records of table `table` (at least one, when any are
+    /// left, even for `max` 0), from `start` in `direction`.
+    pub fn chunk(
+        &self,
+        table: &str,
+        start: Start,
+        direction: Direction,
+        max: usize,
+    ) -> Result<Chunk, DbError> {
+        let t = self.read_table(table)?;
+        let bound = match start {
+            Start::Edge => Bound::Unbounded,
+            Start::After(k) => Bound::Excluded(k),
+            Start::At(k) => Bound::Included(k),
+        };
+        let range = match direction {
+            Direction::Forward => (bound, Bound::Unbounded),
+            Direction::Backward => (Bound::Unbounded, bound),
+        };
+        let mut it = t.range::<&[u8]>(range).at(&self.path)?;
+        let max = max.max(1);
+        let mut items = Vec::with_capacity(max.min(1024));
+        let mut more = false;
+        loop {
+            let item = match direction {
+                Direction::Forward => it.next(),
+                Direction::Backward => it.next_back(),
+            };
+            let Some(item) = item else { break };
+            if items.len() == max {
+                more = true;
+                break;
+            }
+            items.push(owned(item, self)?);
+        }
+        Ok(Chunk { items, more })
+    }
+
+    /// The record with the smallest key of table `table`.
+    pub fn first(&self, table: &str) -> Result<Option<Pair>, DbError> {
+        self.one(table, Start::Edge, Direction::Forward)
+    }
+
+    /// The record with the largest key of table `table`.
+    pub fn last(&self, table: &str) -> Result<Option<Pair>, DbError> {
+        self.one(table, Start::Edge, Direction::Backward)
+    }
+
+    /// The record with the smallest key above `key` (which need not be in
+    /// the table).
+    pub fn next(&self, table: &str, key: &[u8]) -> Result<Option<Pair>, DbError> {
+        self.one(table, Start::After(key), Direction::Forward)
+    }
+
+    /// The record with the largest key below `key` (which need not be in
+    /// the table).
+    pub fn prev(&self, table: &str, key: &[u8]) -> Result<Option<Pair>, DbError> {
+        self.one(table, Start::After(key), Direction::Backward)
+    }
+
+    fn one(&self, table: &str, start: Start, dir: Direction) -> Result<Option<Pair>, DbError> {
+        Ok(self.chunk(table, start, dir, 1)?.items.pop())
+    }
+}

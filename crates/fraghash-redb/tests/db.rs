@@ -1,0 +1,197 @@
+//! The database layer: tables, batches, reads and chunks.
+
+use fraghash_redb::db::{Chunk, Db, DbError, Direction, Durability, Op, OpenOptions, Start};
+
+fn fresh() -> (tempfile::TempDir, Db) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path().join("test.redb"), &OpenOptions::default()).unwrap();
+    (dir, db)
+}
+
+fn put<'a>(table: &'a str, key: &'a [u8], value: &'a [u8]) -> Op<'a> {
+    Op::Put { table, key, value }
+}
+
+fn keys(c: &Chunk) -> Vec<u8> {
+    c.items.iter().map(|(k, _)| k[0]).collect()
+}
+
+#[test]
+fn tables_are_created_listed_and_deleted() {
+    let (_dir, db) = fresh();
+    db.create_table("b", b"props of b").unwrap();
+    db.create_table("a", b"").unwrap();
+    assert!(matches!(
+        db.create_table("a", b"again"),
+        Err(DbError::TableExists { name }) if name == "a"
+    ));
+    assert_eq!(
+        db.tables().unwrap(),
+        vec![("a".into(), vec![]), ("b".into(), b"props of b".to_vec())]
+    );
+    db.write(&[put("a", b"k", b"v")], Durability::Immediate)
+        .unwrap();
+    db.delete_table("a").unwrap();
+    assert!(matches!(
+        db.get("a", b"k"),
+        Err(DbError::NoSuchTable { .. })
+    ));
+    assert!(matches!(
+        db.delete_table("a"),
+        Err(DbError::NoSuchTable { .. })
+    ));
+    // A new table of the same name starts empty.
+    db.create_table("a", b"").unwrap();
+    assert_eq!(db.len("a").unwrap(), 0);
+    assert!(matches!(
+        db.create_table("", b""),
+        Err(DbError::BadTableName { .. })
+    ));
+    assert!(matches!(
+        db.create_table(&"x".repeat(2000), b""),
+        Err(DbError::BadTableName { .. })
+    ));
+}
+
+#[test]
+fn a_batch_spans_tables_and_is_all_or_nothing() {
+    let (_dir, db) = fresh();
+    db.create_table("a", b"").unwrap();
+    db.create_table("b", b"").unwrap();
+    db.write(
+        &[
+            put("a", b"1", b"one"),
+            put("b", b"1", b"uno"),
+            put("a", b"2", b"two"),
+            Op::Delete {
+                table: "a",
+                key: b"1",
+            },
+            put("a", b"3", b"three"),
+            put("a", b"3", b"THREE"),
+        ],
+        Durability::Immediate,
+    )
+    .unwrap();
+    assert_eq!(db.get("a", b"1").unwrap(), None);
+    assert_eq!(db.get("a", b"3").unwrap(), Some(b"THREE".to_vec()));
+    assert_eq!(db.get("b", b"1").unwrap(), Some(b"uno".to_vec()));
+    assert_eq!(db.len("a").unwrap(), 2);
+    // A batch naming a missing table changes nothing, even before it.
+    let failed = db.write(
+        &[put("a", b"4", b"four"), put("nope", b"1", b"x")],
+        Durability::Immediate,
+    );
+    assert!(matches!(failed, Err(DbError::NoSuchTable { name }) if name == "nope"));
+    assert_eq!(db.get("a", b"4").unwrap(), None);
+    // Clear, then more ops on the same table in the same batch.
+    db.write(
+        &[
+            put("b", b"2", b"dos"),
+            Op::Clear { table: "b" },
+            put("b", b"9", b"nueve"),
+        ],
+        Durability::Immediate,
+    )
+    .unwrap();
+    assert_eq!(db.len("b").unwrap(), 1);
+    assert_eq!(db.get("b", b"9").unwrap(), Some(b"nueve".to_vec()));
+}
+
+#[test]
+fn chunks_go_both_ways_from_any_bound() {
+    let (_dir, db) = fresh();
+    db.create_table("t", b"").unwrap();
+    let ks: Vec<[u8; 1]> = (0..10u8).map(|i| [i * 10]).collect();
+    let ops: Vec<Op> = ks.iter().map(|k| put("t", k, b"v")).collect();
+    db.write(&ops, Durability::Immediate).unwrap();
+
+    let c = db.chunk("t", Start::Edge, Direction::Forward, 4).unwrap();
+    assert_eq!((keys(&c), c.more), (vec![0, 10, 20, 30], true));
+    let c = db
+        .chunk("t", Start::After(&[30]), Direction::Forward, 4)
+        .unwrap();
+    assert_eq!(keys(&c), vec![40, 50, 60, 70]);
+    let c = db
+        .chunk("t", Start::At(&[80]), Direction::Forward, 4)
+        .unwrap();
+    assert_eq!((keys(&c), c.more), (vec![80, 90], false));
+    let c = db
+        .chunk("t", Start::At(&[81]), Direction::Forward, 2)
+        .unwrap();
+    assert_eq!((keys(&c), c.more), (vec![90], false));
+    // Exactly `max` left: `more` is false.
+    let c = db
+        .chunk("t", Start::After(&[70]), Direction::Forward, 2)
+        .unwrap();
+    assert_eq!((keys(&c), c.more), (vec![80, 90], false));
+
+    let c = db.chunk("t", Start::Edge, Direction::Backward, 3).unwrap();
+    assert_eq!((keys(&c), c.more), (vec![90, 80, 70], true));
+    let c = db
+        .chunk("t", Start::After(&[20]), Direction::Backward, 5)
+        .unwrap();
+    assert_eq!((keys(&c), c.more), (vec![10, 0], false));
+    let c = db
+        .chunk("t", Start::At(&[20]), Direction::Backward, 2)
+        .unwrap();
+    assert_eq!((keys(&c), c.more), (vec![20, 10], true));
+    // `max` 0 still gives one.
+    let c = db.chunk("t", Start::Edge, Direction::Forward, 0).unwrap();
+    assert_eq!(keys(&c), vec![0]);
+
+    // Walking the whole table in chunks, both ways.
+    for dir in [Direction::Forward, Direction::Backward] {
+        let mut seen = Vec::new();
+        let mut last: Option<Vec<u8>> = None;
+        loop {
+            let start = last.as_deref().map_or(Start::Edge, Start::After);
+            let c = db.chunk("t", start, dir, 3).unwrap();
+            seen.extend(keys(&c));
+            last = c.items.last().map(|(k, _)| k.clone());
+            if !c.more {
+                break;
+            }
+        }
+        let mut want: Vec<u8> = (0..10).map(|i| i * 10).collect();
+        if dir == Direction::Backward {
+            want.reverse();
+        }
+        assert_eq!(seen, want);
+    }
+
+    let k = |r: Option<(Vec<u8>, Vec<u8>)>| r.map(|(k, _)| k[0]);
+    assert_eq!(k(db.first("t").unwrap()), Some(0));
+    assert_eq!(k(db.last("t").unwrap()), Some(90));
+    assert_eq!(k(db.next("t", &[40]).unwrap()), Some(50));
+    assert_eq!(k(db.next("t", &[41]).unwrap()), Some(50));
+    assert_eq!(k(db.next("t", &[90]).unwrap()), None);
+    assert_eq!(k(db.prev("t", &[40]).unwrap()), Some(30));
+    assert_eq!(k(db.prev("t", &[39]).unwrap()), Some(30));
+    assert_eq!(k(db.prev("t", &[0]).unwrap()), None);
+    db.create_table("empty", b"").unwrap();
+    assert_eq!(db.first("empty").unwrap(), None);
+    assert_eq!(db.last("empty").unwrap(), None);
+}
+
+#[test]
+fn data_survives_close_and_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.redb");
+    let db = Db::open(&path, &OpenOptions::default()).unwrap();
+    db.create_table("t", b"p").unwrap();
+    db.write(&[put("t", b"a", b"1")], Durability::Deferred)
+        .unwrap();
+    // A deferred batch is visible at once.
+    assert_eq!(db.get("t", b"a").unwrap(), Some(b"1".to_vec()));
+    db.sync().unwrap();
+    db.close().unwrap();
+    let opts = OpenOptions {
+        create: false,
+        verify: true,
+        ..OpenOptions::default()
+    };
+    let db = Db::open(&path, &opts).unwrap();
+    assert_eq!(db.tables().unwrap(), vec![("t".into(), b"p".to_vec())]);
+    assert_eq!(db.get("t", b"a").unwrap(), Some(b"1".to_vec()));
+}

@@ -1,0 +1,201 @@
+%% @doc Loader and stubs for the redb NIF (`priv/libfraghash_redb_nif.so'):
+%% order keys of Erlang terms, and a redb database holding many tables.
+%%
+%% The library is looked for as {@link fraghash_nif} looks for its own: in
+%% `$FRAGHASH_NIF_DIR', then `code:priv_dir(fraghash)', then `../priv' next
+%% to this module's `ebin'; the first that holds one that loads is loaded.
+%% When none does, the module still loads and every function raises
+%% `{fraghash_redb, nif_not_loaded, Tried}'; {@link load_status/0} tells the
+%% same without raising.
+%%
+%% Order keys ({@link order_key/1}) are binaries whose byte order is
+%% Erlang's term order: `order_key(A) < order_key(B)' exactly when `A < B',
+%% and `1' and `1.0' (equal under `==') have the same key, as in an ets
+%% `ordered_set'. Pids, ports, references and funs are refused as keys
+%% (their order is not stable across restarts), as are keys whose order key
+%% would pass 64 KiB: these raise `{fraghash_redb, Reason, Message}'.
+%%
+%% A database is one file; its tables map keys (order keys) to values (any
+%% binaries, for example `term_to_binary(Record)'). Every call that touches
+%% the file runs on a dirty I/O scheduler and returns `{error, {Kind,
+%% Message}}' when it fails, `Kind' one of `locked' (the file is open in
+%% another OS process or another handle), `foreign' (not a database of this
+%% library), `corrupt', `disk_full', `not_found', `io', `storage',
+%% `no_such_table', `table_exists', `bad_table_name', `closed'.
+-module(fraghash_redb_nif).
+
+-export([order_key/1, order_key_etf/1, order_key_etf_dirty/1]).
+-export([open/2, close/1, create_table/3, delete_table/2, tables/1,
+         write/3, sync/1, get/3, first/2, last/2, next/3, prev/3,
+         chunk/5, size/2]).
+-export([load_status/0]).
+
+-on_load(init/0).
+
+-define(LIB, "libfraghash_redb_nif").
+-define(STATUS_KEY, {?MODULE, load_status}).
+%% Terms whose external format is at most this many bytes get their key on
+%% the calling scheduler (microseconds); larger ones on a dirty CPU one.
+-define(SMALL_ETF, 4096).
+
+-opaque db() :: reference().
+-type kind() :: locked | foreign | corrupt | disk_full | not_found | io
+              | storage | no_such_table | table_exists | bad_table_name
+              | closed.
+-type error() :: {error, {kind(), binary()}}.
+-type op() :: {put, binary(), binary(), binary()}
+            | {delete, binary(), binary()}
+            | {clear, binary()}.
+-type start() :: edge | {'after', binary()} | {at, binary()}.
+-export_type([db/0, kind/0, error/0, op/0, start/0]).
+
+%%% Loading
+
+-spec init() -> ok.
+init() ->
+    Status = try_load(candidates(), []),
+    persistent_term:put(?STATUS_KEY, Status),
+    ok.
+
+try_load([], Tried) ->
+    {not_loaded, lists:reverse(Tried)};
+try_load([{Source, Dir} | Rest], Tried) ->
+    Path = filename:join(Dir, ?LIB),
+    case filelib:is_regular(Path ++ ".so") of
+        false ->
+            try_load(Rest, [{Source, Path ++ ".so", not_found} | Tried]);
+        true ->
+            case erlang:load_nif(Path, 0) of
+                ok ->
+                    {loaded, Path ++ ".so", lists:reverse(Tried)};
+                {error, {Reason, Text}} ->
+                    Why = {load_failed, Reason, Text},
+                    try_load(Rest, [{Source, Path ++ ".so", Why} | Tried])
+            end
+    end.
+
+candidates() ->
+    Env = case os:getenv("FRAGHASH_NIF_DIR") of
+              Dir when is_list(Dir), Dir =/= "" -> [{env_fraghash_nif_dir, Dir}];
+              _ -> []
+          end,
+    App = case code:priv_dir(fraghash) of
+              Priv when is_list(Priv) -> [{application_priv_dir, Priv}];
+              _ -> []
+          end,
+    Beside = case code:which(?MODULE) of
+                 Beam when is_list(Beam), Beam =/= "" ->
+                     Ebin = filename:dirname(Beam),
+                     [{beside_ebin, filename:join(filename:dirname(Ebin), "priv")}];
+                 _ ->
+                     []
+             end,
+    lists:foldl(fun({_, D} = C, Acc) ->
+                        Abs = filename:absname(D),
+                        case lists:any(fun({_, E}) -> filename:absname(E) =:= Abs end, Acc) of
+                            true -> Acc;
+                            false -> Acc ++ [C]
+                        end
+                end, [], Env ++ App ++ Beside).
+
+%% @doc Whether the NIF is loaded: `{loaded, Path, Tried}' with the
+%% candidates skipped before it, or `{not_loaded, Tried}'.
+-spec load_status() -> {loaded, file:filename(), list()} | {not_loaded, list()}.
+load_status() ->
+    persistent_term:get(?STATUS_KEY, {not_loaded, []}).
+
+not_loaded() ->
+    Tried = case load_status() of
+                {not_loaded, T} -> T;
+                {loaded, Path, _} -> [{loaded, Path, missing_function}]
+            end,
+    erlang:nif_error({fraghash_redb, nif_not_loaded, Tried}).
+
+-define(NIF, not_loaded()).
+
+%%% Order keys
+
+%% @doc The order key of `Term' (see the module documentation).
+-spec order_key(term()) -> binary().
+order_key(Term) ->
+    Etf = term_to_binary(Term),
+    case byte_size(Etf) =< ?SMALL_ETF of
+        true -> order_key_etf(Etf);
+        false -> order_key_etf_dirty(Etf)
+    end.
+
+%% @doc The order key of the term whose external format is `Etf'. Normal
+%% scheduler: for at most a few KiB (see {@link order_key/1}).
+-spec order_key_etf(binary()) -> binary().
+order_key_etf(_Etf) -> ?NIF.
+
+%% @doc As {@link order_key_etf/1}, on a dirty CPU scheduler.
+-spec order_key_etf_dirty(binary()) -> binary().
+order_key_etf_dirty(_Etf) -> ?NIF.
+
+%%% The database (all on dirty I/O schedulers)
+
+%% @doc Opens the database in file `Path', creating it unless `Opts' says
+%% `create => false'. `Opts' may also hold `cache_bytes' (redb's cache,
+%% default 64 MiB) and `verify' (check every page on open; default false).
+-spec open(binary(), #{create => boolean(), cache_bytes => non_neg_integer(),
+                       verify => boolean()}) -> {ok, db()} | error().
+open(_Path, _Opts) -> ?NIF.
+
+%% @doc Closes the database (`ok' if already closed). A database that is
+%% never closed is closed when its handle is garbage collected.
+-spec close(db()) -> ok | error().
+close(_Db) -> ?NIF.
+
+%% @doc Creates table `Name', keeping `Props' with it. Durable on return.
+-spec create_table(db(), binary(), binary()) -> ok | error().
+create_table(_Db, _Name, _Props) -> ?NIF.
+
+%% @doc Deletes table `Name' and its records. Durable on return.
+-spec delete_table(db(), binary()) -> ok | error().
+delete_table(_Db, _Name) -> ?NIF.
+
+%% @doc Every table and its properties, by name.
+-spec tables(db()) -> {ok, [{binary(), binary()}]} | error().
+tables(_Db) -> ?NIF.
+
+%% @doc Applies `Ops' in order in one transaction: all or none. With
+%% `immediate' the batch is on disc on return; with `deferred' it is visible
+%% at once and on disc after the next `immediate' batch or {@link sync/1}.
+-spec write(db(), [op()], immediate | deferred) -> ok | error().
+write(_Db, _Ops, _Durability) -> ?NIF.
+
+%% @doc Puts every batch written so far on disc.
+-spec sync(db()) -> ok | error().
+sync(_Db) -> ?NIF.
+
+%% @doc The value under `Key' in table `Tab'.
+-spec get(db(), binary(), binary()) -> {ok, binary()} | not_found | error().
+get(_Db, _Tab, _Key) -> ?NIF.
+
+%% @doc The record with the smallest key.
+-spec first(db(), binary()) -> {ok, binary(), binary()} | '$end_of_table' | error().
+first(_Db, _Tab) -> ?NIF.
+
+%% @doc The record with the largest key.
+-spec last(db(), binary()) -> {ok, binary(), binary()} | '$end_of_table' | error().
+last(_Db, _Tab) -> ?NIF.
+
+%% @doc The record with the smallest key above `Key' (present or not).
+-spec next(db(), binary(), binary()) -> {ok, binary(), binary()} | '$end_of_table' | error().
+next(_Db, _Tab, _Key) -> ?NIF.
+
+%% @doc The record with the largest key below `Key' (present or not).
+-spec prev(db(), binary(), binary()) -> {ok, binary(), binary()} | '$end_of_table' | error().
+prev(_Db, _Tab, _Key) -> ?NIF.
+
+%% @doc Up to `Max' records (at least one while any are left) from `Start'
+%% going `forward' or `backward'; `more' when records remain past the last
+%% one returned (continue from `{'after', ItsKey}').
+-spec chunk(db(), binary(), start(), forward | backward, non_neg_integer()) ->
+          {ok, [{binary(), binary()}], more | done} | error().
+chunk(_Db, _Tab, _Start, _Dir, _Max) -> ?NIF.
+
+%% @doc How many records table `Tab' holds.
+-spec size(db(), binary()) -> {ok, non_neg_integer()} | error().
+size(_Db, _Tab) -> ?NIF.

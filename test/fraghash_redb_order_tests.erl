@@ -1,0 +1,314 @@
+%% @doc EUnit tests of the redb NIF (fraghash_redb_nif) against ets: random
+%% terms, from a fixed seed, go into an ets `ordered_set' and into a redb
+%% table keyed by their order keys; both must hold the same keys in the same
+%% order, read forward and backward in chunks, and give the same neighbours
+%% (next/prev) of arbitrary terms. Then each error path of the NIF: a
+%% corrupt file, a file that is no database, a file open twice, a closed
+%% handle, a missing table, a term that cannot be a key.
+%%
+%% Needs `FRAGHASH_TEST_DIR' (a scratch directory); `scripts/test-mnesia.sh'
+%% sets it. No Mnesia here.
+-module(fraghash_redb_order_tests).
+
+-include_lib("eunit/include/eunit.hrl").
+
+-import(fraghash_test_support, [scratch/0]).
+
+-define(TERMS, 4000).
+-define(PROBES, 1500).
+-define(SEED, {exsss, {20250611, 42, 7}}).
+-define(TAB, <<"terms">>).
+
+%%% Ets and redb hold the same keys in the same order
+
+same_order_as_ets_test_() ->
+    {timeout, 120, fun same_order_as_ets/0}.
+
+same_order_as_ets() ->
+    rand:seed(element(1, ?SEED), element(2, ?SEED)),
+    Terms = specials() ++ [gen(0) || _ <- lists:seq(1, ?TERMS)],
+    Path = db_path("order"),
+    {ok, Db} = fraghash_redb_nif:open(Path, #{}),
+    ok = fraghash_redb_nif:create_table(Db, ?TAB, <<"ordered_set">>),
+    Ets = ets:new(order_reference, [ordered_set]),
+    %% Same insertion order: where keys are equal (1 and 1.0), both keep
+    %% the last one inserted.
+    lists:foreach(fun(Batch) ->
+                          ok = fraghash_redb_nif:write(Db, [put_op(T) || T <- Batch], deferred),
+                          ets:insert(Ets, [{T} || T <- Batch])
+                  end, batches(Terms, 250)),
+    ok = fraghash_redb_nif:sync(Db),
+    Size = ets:info(Ets, size),
+    ?assertEqual({ok, Size}, fraghash_redb_nif:size(Db, ?TAB)),
+    %% Some keys were equal without being identical (1 and 1.0, 0 and -0.0):
+    %% fewer records than distinct terms (map keys are distinct by =:=).
+    ?assert(Size < map_size(maps:from_keys(Terms, []))),
+    ?assertEqual(Size, length(lists:usort(Terms))),
+
+    Forward = ets_walk(Ets, ets:first(Ets), fun ets:next/2),
+    Backward = ets_walk(Ets, ets:last(Ets), fun ets:prev/2),
+    ?assertEqual(Size, length(Forward)),
+    ?assert(Forward =:= nif_walk(Db, forward, 97)),
+    ?assert(Backward =:= nif_walk(Db, backward, 89)),
+    ?assert(Backward =:= lists:reverse(Forward)),
+    ?assert(first_difference(Forward, nif_walk(Db, forward, 1)) =:= none),
+    ?assertEqual(nif_one(fraghash_redb_nif:first(Db, ?TAB)), hd(Forward)),
+    ?assertEqual(nif_one(fraghash_redb_nif:last(Db, ?TAB)), lists:last(Forward)),
+
+    %% Neighbours of arbitrary terms, in the table or not.
+    Probes = [gen(0) || _ <- lists:seq(1, ?PROBES)] ++ lists:sublist(Terms, 300),
+    lists:foreach(
+      fun(P) ->
+              K = fraghash_redb_nif:order_key(P),
+              ?assertEqual({P, ets:next(Ets, P)},
+                           {P, nif_one(fraghash_redb_nif:next(Db, ?TAB, K))}),
+              ?assertEqual({P, ets:prev(Ets, P)},
+                           {P, nif_one(fraghash_redb_nif:prev(Db, ?TAB, K))}),
+              Present = case ets:lookup(Ets, P) of
+                            [{Stored}] -> {ok, term_to_binary(Stored)};
+                            [] -> not_found
+                        end,
+              ?assertEqual({P, Present}, {P, fraghash_redb_nif:get(Db, ?TAB, K)})
+      end, Probes),
+    %% Keys compare as the terms do.
+    Pairs = lists:zip(lists:sublist(Terms, length(Probes)), Probes),
+    lists:foreach(fun({A, B}) ->
+                          KA = fraghash_redb_nif:order_key(A),
+                          KB = fraghash_redb_nif:order_key(B),
+                          ?assertEqual({A, B, cmp(A, B)}, {A, B, cmp(KA, KB)})
+                  end, Pairs),
+    ok = fraghash_redb_nif:close(Db),
+    ets:delete(Ets).
+
+put_op(T) ->
+    {put, ?TAB, fraghash_redb_nif:order_key(T), term_to_binary(T)}.
+
+batches([], _) -> [];
+batches(L, N) when length(L) =< N -> [L];
+batches(L, N) ->
+    {B, Rest} = lists:split(N, L),
+    [B | batches(Rest, N)].
+
+cmp(A, B) when A < B -> lt;
+cmp(A, B) when A == B -> eq;
+cmp(_, _) -> gt.
+
+ets_walk(_Ets, '$end_of_table', _Step) -> [];
+ets_walk(Ets, K, Step) ->
+    %% The key as stored (1 or 1.0: the last inserted), not as asked.
+    [{Stored}] = ets:lookup(Ets, K),
+    [Stored | ets_walk(Ets, Step(Ets, K), Step)].
+
+nif_walk(Db, Dir, Max) ->
+    nif_walk(Db, Dir, Max, edge).
+
+nif_walk(Db, Dir, Max, Start) ->
+    {ok, Items, More} = fraghash_redb_nif:chunk(Db, ?TAB, Start, Dir, Max),
+    true = length(Items) =< Max,
+    Terms = [binary_to_term(V) || {_, V} <- Items],
+    case More of
+        done -> Terms;
+        more ->
+            {LastKey, _} = lists:last(Items),
+            Terms ++ nif_walk(Db, Dir, Max, {'after', LastKey})
+    end.
+
+nif_one({ok, _Key, Value}) -> binary_to_term(Value);
+nif_one('$end_of_table') -> '$end_of_table'.
+
+first_difference([X | A], [Y | B]) when X =:= Y -> first_difference(A, B);
+first_difference([], []) -> none;
+first_difference(A, B) -> {lists:sublist(A, 3), lists:sublist(B, 3)}.
+
+%%% Terms
+
+%% Terms that must be there whatever the seed gives.
+specials() ->
+    P53 = 1 bsl 53,
+    [1, 1.0, 0, 0.0, -0.0, -1, -1.0, 0.5, -0.5,
+     P53, P53 + 1, P53 - 1, float(P53), -P53, -P53 - 1, float(-P53),
+     1 bsl 64, float(1 bsl 64), (1 bsl 64) + 1, 1 bsl 1100, -(1 bsl 1100),
+     1.7976931348623157e308, -1.7976931348623157e308, 5.0e-324, -5.0e-324,
+     '', a, aa, b, 'é', 'ÿ', 'Ā', '日本', list_to_atom([128512]), list_to_atom([0]),
+     <<>>, <<0>>, <<0, 0>>, <<0, 1>>, <<1>>, <<1:1>>, <<1, 1:1>>, <<255>>, <<"a">>, <<"ab">>,
+     [], [a], [a | b], [a, b], [a | <<>>], [[]], "abc", "ab", [1 | 2.0], [1.0 | 2],
+     {}, {a}, {1, a}, {1.0, a}, {1, b}, {{}}, {[]}, {a, b, c},
+     #{}, #{1 => a}, #{1.0 => a}, #{a => 1}, #{a => 1.0}, #{2 => a}, #{a => 1, 1 => a}]
+        ++ big_maps().
+
+%% Maps over 32 keys (stored as hash tries, compared by ERTS otherwise
+%% than small ones), differing in one key or one value.
+big_maps() ->
+    Base = maps:from_list([{K, K * 2} || K <- lists:seq(1, 40)]),
+    [Base, Base#{41 => 0}, maps:remove(7, Base), (maps:remove(7, Base))#{7.0 => 14},
+     Base#{7 := 15}, Base#{40 := 79}, Base#{1 := 2.0}, maps:remove(40, Base#{a => 0}),
+     maps:remove(1, Base#{0 => 0}), maps:remove(1, Base#{41 => 0})].
+
+pick(L) -> lists:nth(rand:uniform(length(L)), L).
+
+gen(D) when D >= 3 -> leaf();
+gen(D) ->
+    case rand:uniform(12) of
+        N when N =< 7 -> leaf();
+        8 -> list_to_tuple([gen(D + 1) || _ <- lists:seq(1, rand:uniform(4) - 1)]);
+        9 -> [gen(D + 1) || _ <- lists:seq(1, rand:uniform(4) - 1)];
+        10 -> lists:foldl(fun(E, Acc) -> [E | Acc] end, leaf(),
+                          [gen(D + 1) || _ <- lists:seq(1, rand:uniform(3))]);
+        11 -> maps:from_list([{gen(D + 1), gen(D + 1)} || _ <- lists:seq(1, rand:uniform(4) - 1)]);
+        12 -> pick(specials())
+    end.
+
+leaf() ->
+    case rand:uniform(10) of
+        1 -> rand:uniform(600) - 300;
+        2 -> int();
+        3 -> float(rand:uniform(600) - 300);
+        4 -> float_();
+        5 -> atom_();
+        6 -> atom_();
+        7 -> bin();
+        8 -> bits();
+        9 -> [];
+        10 -> pick([1, 1.0, 0, 0.0, -0.0, a, <<>>, <<0>>])
+    end.
+
+int() ->
+    Sign = pick([1, -1]),
+    case rand:uniform(3) of
+        1 -> Sign * rand:uniform(1 bsl 62);
+        2 -> Sign * ((1 bsl pick([31, 52, 53, 54, 59, 60, 63, 64, 65, 100, 200])) + rand:uniform(7) - 4);
+        3 -> Sign * rand:uniform(1 bsl 150)
+    end.
+
+float_() ->
+    case rand:uniform(5) of
+        1 -> (rand:uniform(600) - 300) / pick([2, 4, 8, 3]);
+        2 -> pick([0.0, -0.0, 5.0e-324, 2.2250738585072014e-308, 1.0e300, -1.0e300]);
+        3 -> (rand:uniform() - 0.5) * math:pow(10, rand:uniform(600) - 300);
+        _ ->
+            %% The floats next to a power of two, either side, either sign.
+            F = float(1 bsl pick([31, 52, 53, 54, 59, 60, 63, 64, 65, 100, 200])),
+            <<Bits:64>> = <<F/float>>,
+            <<G/float>> = <<(Bits + rand:uniform(5) - 3):64>>,
+            pick([1, -1]) * G
+    end.
+
+atom_() ->
+    Chars = [$a, $b, $z, $A, 0, 233, 255, 256, 26085, 128512],
+    list_to_atom([pick(Chars) || _ <- lists:seq(1, rand:uniform(5) - 1)]).
+
+bin() ->
+    list_to_binary([pick([0, 1, 127, 128, 254, 255, $a]) || _ <- lists:seq(1, rand:uniform(6) - 1)]).
+
+bits() ->
+    N = rand:uniform(7),
+    <<(bin())/binary, (rand:uniform(1 bsl N) - 1):N>>.
+
+%%% Error paths
+
+errors_test_() ->
+    [{"a corrupt file gives {error, {corrupt, _}}", fun corrupt_file/0},
+     {"a file that is not a database gives {error, {foreign, _}}", fun foreign_file/0},
+     {"a file open already gives {error, {locked, _}}", fun open_twice/0},
+     {"a missing file without create gives {error, {not_found, _}}", fun missing_file/0},
+     {"a closed handle gives {error, {closed, _}}", fun closed_handle/0},
+     {"a missing table gives {error, {no_such_table, _}}", fun missing_table/0},
+     {"a pid, ref, port or fun is not a key", fun unsupported_keys/0},
+     {"bad arguments raise badarg", fun bad_arguments/0}].
+
+db_path(Name) ->
+    Dir = filename:join(scratch(), "redb_order"),
+    ok = filelib:ensure_dir(filename:join(Dir, "x")),
+    Path = filename:join(Dir, Name ++ ".redb"),
+    _ = file:delete(Path),
+    unicode:characters_to_binary(Path).
+
+made(Name) ->
+    Path = db_path(Name),
+    {ok, Db} = fraghash_redb_nif:open(Path, #{}),
+    ok = fraghash_redb_nif:create_table(Db, ?TAB, <<>>),
+    Ops = [{put, ?TAB, fraghash_redb_nif:order_key(I), binary:copy(<<"v">>, 300)}
+           || I <- lists:seq(1, 2000)],
+    ok = fraghash_redb_nif:write(Db, Ops, immediate),
+    ok = fraghash_redb_nif:close(Db),
+    Path.
+
+corrupt_file() ->
+    Path = made("corrupt"),
+    {ok, Bytes} = file:read_file(Path),
+    %% Keep redb's magic number; garble the header and both commit slots.
+    <<Magic:16/binary, _:512/binary, Rest/binary>> = Bytes,
+    Garbage = << <<((I * 37) bxor 16#A5):8>> || I <- lists:seq(0, 511) >>,
+    ok = file:write_file(Path, [Magic, Garbage, Rest]),
+    ?assertMatch({error, {corrupt, Msg}} when is_binary(Msg),
+                 fraghash_redb_nif:open(Path, #{})),
+    %% The VM is fine, and so is the next database.
+    {ok, Db} = fraghash_redb_nif:open(db_path("after_corrupt"), #{}),
+    ok = fraghash_redb_nif:close(Db).
+
+foreign_file() ->
+    Path = db_path("foreign"),
+    ok = file:write_file(Path, binary:copy(<<"not a database\n">>, 100)),
+    ?assertMatch({error, {foreign, _}}, fraghash_redb_nif:open(Path, #{})),
+    {ok, <<"not a database\n", _/binary>>} = file:read_file(Path).
+
+open_twice() ->
+    Path = db_path("twice"),
+    {ok, Db} = fraghash_redb_nif:open(Path, #{}),
+    ?assertMatch({error, {locked, _}}, fraghash_redb_nif:open(Path, #{})),
+    ok = fraghash_redb_nif:close(Db),
+    {ok, Db2} = fraghash_redb_nif:open(Path, #{create => false}),
+    ok = fraghash_redb_nif:close(Db2).
+
+missing_file() ->
+    Path = db_path("missing"),
+    ?assertMatch({error, {not_found, _}}, fraghash_redb_nif:open(Path, #{create => false})),
+    ?assertNot(filelib:is_file(Path)).
+
+closed_handle() ->
+    {ok, Db} = fraghash_redb_nif:open(db_path("closed"), #{}),
+    ok = fraghash_redb_nif:create_table(Db, ?TAB, <<>>),
+    ok = fraghash_redb_nif:close(Db),
+    ok = fraghash_redb_nif:close(Db),
+    ?assertMatch({error, {closed, _}}, fraghash_redb_nif:get(Db, ?TAB, <<1>>)),
+    ?assertMatch({error, {closed, _}},
+                 fraghash_redb_nif:write(Db, [{put, ?TAB, <<1>>, <<2>>}], immediate)).
+
+missing_table() ->
+    {ok, Db} = fraghash_redb_nif:open(db_path("tables"), #{}),
+    ok = fraghash_redb_nif:create_table(Db, <<"a">>, <<"props">>),
+    ?assertMatch({error, {table_exists, _}}, fraghash_redb_nif:create_table(Db, <<"a">>, <<>>)),
+    ?assertMatch({error, {no_such_table, _}}, fraghash_redb_nif:get(Db, <<"b">>, <<1>>)),
+    %% A batch naming a missing table writes nothing.
+    ?assertMatch({error, {no_such_table, _}},
+                 fraghash_redb_nif:write(Db, [{put, <<"a">>, <<1>>, <<1>>},
+                                              {put, <<"b">>, <<1>>, <<1>>}], immediate)),
+    ?assertEqual(not_found, fraghash_redb_nif:get(Db, <<"a">>, <<1>>)),
+    ?assertEqual({ok, [{<<"a">>, <<"props">>}]}, fraghash_redb_nif:tables(Db)),
+    ok = fraghash_redb_nif:delete_table(Db, <<"a">>),
+    ?assertMatch({error, {no_such_table, _}}, fraghash_redb_nif:delete_table(Db, <<"a">>)),
+    ok = fraghash_redb_nif:close(Db).
+
+unsupported_keys() ->
+    Port = hd(erlang:ports()),
+    lists:foreach(
+      fun(T) ->
+              ?assertError({fraghash_redb, unsupported_key, _}, fraghash_redb_nif:order_key(T)),
+              ?assertError({fraghash_redb, unsupported_key, _},
+                           fraghash_redb_nif:order_key({wrapped, [T]}))
+      end, [self(), make_ref(), Port, fun() -> ok end, fun lists:map/2]),
+    ?assertError({fraghash_redb, key_too_large, _},
+                 fraghash_redb_nif:order_key(binary:copy(<<1>>, 100000))),
+    ?assertError({fraghash_redb, bad_term, _}, fraghash_redb_nif:order_key_etf(<<1, 2, 3>>)),
+    Compressed = term_to_binary(binary:copy(<<0>>, 10000), [compressed]),
+    <<131, 80, _/binary>> = Compressed,
+    ?assertError({fraghash_redb, bad_term, _}, fraghash_redb_nif:order_key_etf(Compressed)).
+
+bad_arguments() ->
+    {ok, Db} = fraghash_redb_nif:open(db_path("badarg"), #{}),
+    ok = fraghash_redb_nif:create_table(Db, ?TAB, <<>>),
+    ?assertError(badarg, fraghash_redb_nif:write(Db, [{put, ?TAB, <<1>>}], immediate)),
+    ?assertError(badarg, fraghash_redb_nif:write(Db, [], sometime)),
+    ?assertError(badarg, fraghash_redb_nif:chunk(Db, ?TAB, {from, <<1>>}, forward, 10)),
+    ?assertError(badarg, fraghash_redb_nif:open(<<"x">>, not_a_map)),
+    ok = fraghash_redb_nif:close(Db).
