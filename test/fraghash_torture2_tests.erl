@@ -82,11 +82,16 @@ torture() ->
     {_, LastChecks} = check_all(Ctx, Runs + 1, Cl),
     Secs = (erlang:monotonic_time(millisecond) - T0) div 1000,
     report(Kills, Checks ++ LastChecks, Secs),
+    io:format(user, "restarts where a fragment table beyond its table's count did not load: "
+              "~b~s~n", [length(get_list(unloadable_orphans)),
+                         [io_lib:format("~n  ~0p", [O]) || O <- get_list(unloadable_orphans)]]),
     [begin os:cmd("kill -9 " ++ rpc:call(N, os, getpid, [])), wait_down(N) end
      || N <- nodes_of(Cl)],
     All = Checks ++ LastChecks,
     ?assertEqual([], [F || {_, _, R} = F <- Final, R =/= {atomic, ok}]),
     ?assertEqual([], lists:sublist([C || C <- All, faulty(C)], 5)),
+    %% Every table loaded after every restart.
+    ?assertEqual([], get_list(unloadable_orphans)),
     case os:getenv("FRAGHASH_TORTURE2_STRICT") of
         "1" -> ?assertEqual([], [C || C <- All, control_lost(C) > 0]);
         _ -> ok
@@ -320,8 +325,53 @@ wait_tables(Cl) ->
     lists:foreach(
       fun(N) ->
               Tabs = rpc:call(N, mnesia, system_info, [tables]),
-              ok = rpc:call(N, mnesia, wait_for_tables, [Tabs, ?WAIT_MS], ?WAIT_MS + 5000)
+              case rpc:call(N, mnesia, wait_for_tables, [Tabs, ?WAIT_MS], ?WAIT_MS + 5000) of
+                  ok ->
+                      ok;
+                  {timeout, Left} = Other ->
+                      %% A fragment table beyond its table's count (a kill in
+                      %% the schema change that dropped it) that no node
+                      %% loads: noted (it fails the test at the end), then the
+                      %% other tables are waited for and recover/0 drops it.
+                      case [T || T <- Left, not orphan(N, T)] of
+                          [] ->
+                              put(unloadable_orphans, [{N, Left, table_diag(Cl, Other)}
+                                                       | get_list(unloadable_orphans)]),
+                              ok = rpc:call(N, mnesia, wait_for_tables, [Tabs -- Left, ?WAIT_MS],
+                                            ?WAIT_MS + 5000);
+                          _ ->
+                              error({tables_not_loaded, N, Other, table_diag(Cl, Other)})
+                      end;
+                  Other ->
+                      error({tables_not_loaded, N, Other})
+              end
       end, nodes_of(Cl)).
+
+%% What each node knows of the tables that did not load: for telling a
+%% schema the nodes disagree on from a copy nobody may load.
+table_diag(Cl, {timeout, Tabs}) ->
+    Items = [disc_copies, where_to_read, active_replicas, load_node, load_reason],
+    [{N, T, [{I, catch rpc:call(N, mnesia, table_info, [T, I], 5000)} || I <- Items],
+      [{Base, catch rpc:call(N, fraghash_frag, hash, [Base], 5000)}
+       || Base <- [base(T)]],
+      catch rpc:call(N, fraghash_journal, pending, [], 5000)}
+     || N <- nodes_of(Cl), T <- Tabs];
+table_diag(_Cl, _) ->
+    [].
+
+get_list(K) -> case get(K) of undefined -> []; L -> L end.
+
+orphan(N, Frag) ->
+    case string:split(atom_to_list(Frag), "_frag") of
+        [Base, I] ->
+            {_, _, Count} = rpc:call(N, fraghash_frag, hash, [list_to_atom(Base)]),
+            list_to_integer(I) > Count;
+        _ ->
+            false
+    end.
+
+base(Frag) -> list_to_atom(hd(string:split(atom_to_list(Frag), "_frag"))).
+
 
 %% kill -9 of the victims' OS processes (both in one command).
 kill(Cl, Victims) ->
