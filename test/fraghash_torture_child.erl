@@ -23,6 +23,8 @@
 -module(fraghash_torture_child).
 
 -export([main/1, cases/0, tables/0, table/1, control/1]).
+%% Shared with the two-node torture (fraghash_torture2_tests).
+-export([log_line/2, read_terms/1, expected_terms/1]).
 
 -define(KEYS, 600).
 -define(MIN_FRAGS, 2).
@@ -203,7 +205,9 @@ dets_sync(Tabs) ->
 frags(Tab) ->
     mnesia:activity(async_dirty, fun() -> mnesia:table_info(Tab, frag_names) end, [], mnesia_frag).
 
-%% One framed term per entry (a torn last entry is ignored when read).
+%% @doc Appends one framed term and syncs it (a torn last entry is ignored
+%% when read).
+-spec log_line(file:io_device(), term()) -> ok.
 log_line(Log, Term) ->
     Bin = term_to_binary(Term),
     ok = file:write(Log, <<(byte_size(Bin)):32, Bin/binary>>),
@@ -247,7 +251,12 @@ ack_file(Dir, Tab) -> filename:join(Dir, "ack_" ++ atom_to_list(Tab) ++ ".log").
 
 %% Key => {LastAckedValue, [ValuesOfLaterIntents]} from the ack log.
 expected(Dir, Tab) ->
-    Terms = read_terms(ack_file(Dir, Tab)),
+    expected_terms(read_terms(ack_file(Dir, Tab))).
+
+%% @doc Key => {LastAckedValue, [ValuesOfLaterIntents]} from the terms of
+%% an acknowledgement log, in the order they were written.
+-spec expected_terms([tuple()]) -> #{term() => {term(), [term()]}}.
+expected_terms(Terms) ->
     lists:foldl(
       fun({ack, _Seq, K, V}, Acc) -> Acc#{K => {V, []}};
          ({intent, _Seq, K, V}, Acc) ->
@@ -255,6 +264,8 @@ expected(Dir, Tab) ->
               Acc#{K => {Last, [V | Maybe]}}
       end, #{}, Terms).
 
+%% @doc The framed terms of a log, in order; a torn last one is left out.
+-spec read_terms(file:filename()) -> [term()].
 read_terms(File) ->
     case file:read_file(File) of
         {ok, Bin} -> frames(Bin, []);

@@ -38,6 +38,10 @@
 
 -import(fraghash_test_support, [scratch/0]).
 
+%% Shared with the two-node torture (fraghash_torture2_tests): reading the
+%% marks file a kill is aimed by.
+-export([wait_mark/4, mark_lines/2, file_size/1]).
+
 -define(T, 3600).
 
 torture_test_() ->

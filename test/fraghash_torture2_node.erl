@@ -1,0 +1,294 @@
+%% @doc The node side of the two-node kill -9 torture
+%% (`fraghash_torture2_tests'): run by `rpc' on each of the two Mnesia
+%% nodes A and B (peer nodes, OS processes the parent kills with kill -9).
+%%
+%% It creates the tables, runs the writers (one per table on each node)
+%% and the controller (on one node per run: grows, shrinks and relieves
+%% the tables through `fraghash_frag'), marks where the controller and
+%% recovery are, and checks a table as this node sees it.
+%%
+%% Files in the run directory (appended with single writes, which a kill -9
+%% of the node cannot lose once they returned):
+%% <ul>
+%% <li>`ack_<table>_<1|2>.log': per table and writer (1 on A, 2 on B;
+%% writer 1 owns the odd keys, writer 2 the even ones, so that each key's
+%% history is in one file, in order), framed terms
+%% (`fraghash_torture_child:log_line/2'): `{intent, Seq, Key, Value}'
+%% before the transaction and `{ack, Seq, Key, Value}' once it returned
+%% and `fraghash_durable:tables/1' of the fragments it wrote (the table's
+%% and the control's) returned: Mnesia's durability line across nodes.
+%% `Value' is `deleted' for a delete.</li>
+%% <li>`marks.log': `running', `enter'/`leave'/`failed' of each operation,
+%% `step' of each step (the step hook), `recover_start'/`recover_end'.</li>
+%% </ul>
+-module(fraghash_torture2_node).
+
+-export([cases/0, tables/0, control/1, create_tables/1, set_hook/1, start_work/5,
+         stop_work/1, recover/1, check/3, repair/4, owner/1, ack_file/3]).
+
+-define(KEYS, 400).
+-define(MIN_FRAGS, 2).
+-define(MAX_FRAGS, 7).
+
+%% @doc `{Table, HashModule, DiscCopiesPerFragment}': every fragment on both
+%% nodes, or each on one of them (spread by `add_frag''s node list).
+cases() ->
+    [{t2_slots_dc2, mnesia_frag_slots, 2},
+     {t2_slots_dc1, mnesia_frag_slots, 1},
+     {t2_hash_dc1, mnesia_frag_hash, 1}].
+
+tables() -> [T || {T, _, _} <- cases()].
+
+%% @doc The never-migrated control of a table: same hash module, copies and
+%% node pool, written in the same transactions.
+control(Tab) -> list_to_atom("ctl_" ++ atom_to_list(Tab)).
+
+%% @doc Creates every table and its control on `Nodes' (3 fragments each),
+%% and the journal.
+create_tables(Nodes) ->
+    lists:foreach(
+      fun({Tab, Mod, Copies}) ->
+              Def = [{attributes, [key, val]},
+                     {frag_properties, [{n_fragments, 3}, {hash_module, Mod},
+                                        {node_pool, Nodes}, {n_disc_copies, Copies}]}],
+              {atomic, ok} = mnesia:create_table(Tab, Def),
+              {atomic, ok} = mnesia:create_table(control(Tab), Def)
+      end, cases()),
+    ok = fraghash_journal:ensure().
+
+%% @doc Marks each step of an operation or recovery on this node; a step of
+%% the ordinary-transaction add and del lingers up to 25 ms (they take
+%% milliseconds here), so that kills find every one of them.
+set_hook(Dir) ->
+    Me = short(node()),
+    fraghash_frag:set_step_hook(
+      fun(Tab, Step) ->
+              mark(Dir, "step ~s ~s ~s", [Me, Tab, Step]),
+              case atom_to_list(Step) of
+                  "grow_" ++ _ -> timer:sleep(rand:uniform(25) - 1);
+                  _ -> ok
+              end
+      end).
+
+%% @doc The writer that owns `Key' (1: odd keys, on A; 2: even, on B).
+owner(Key) -> 2 - Key rem 2.
+
+ack_file(Dir, Tab, Writer) ->
+    filename:join(Dir, lists:concat(["ack_", Tab, "_", Writer, ".log"])).
+
+%%% Work
+
+%% @doc Starts this node's writers (writer number `Writer') and, when
+%% `Controller', the controller; returns at once. `Nodes' are A and B.
+start_work(Dir, Run, Writer, Controller, Nodes) ->
+    persistent_term:put({?MODULE, stop}, false),
+    Parent = self(),
+    Pid = spawn(fun() ->
+                        rand:seed(exsss, {Run, Writer, 77}),
+                        Ws = [spawn_monitor(fun() -> writer(Dir, Run, Writer, T) end)
+                              || T <- tables()],
+                        Cs = [spawn_monitor(fun() -> controller(Dir, Nodes) end) || Controller],
+                        mark(Dir, "running ~s", [short(node())]),
+                        Parent ! {self(), started},
+                        holder(Ws ++ Cs)
+                end),
+    receive {Pid, started} -> ok end,
+    true = register(fraghash_torture2_work, Pid),
+    ok.
+
+%% Waits for `stop', then for the workers to finish what they are doing.
+holder(Workers) ->
+    receive
+        {stop, From, TimeoutMs} ->
+            persistent_term:put({?MODULE, stop}, true),
+            Left = wait_workers(Workers, erlang:monotonic_time(millisecond) + TimeoutMs),
+            [exit(P, kill) || {P, _} <- Left],
+            From ! {stopped, length(Left)}
+    end.
+
+wait_workers([], _Deadline) ->
+    [];
+wait_workers([{P, Ref} | Rest] = All, Deadline) ->
+    Wait = max(0, Deadline - erlang:monotonic_time(millisecond)),
+    receive
+        {'DOWN', Ref, process, P, _} -> wait_workers(Rest, Deadline)
+    after Wait ->
+            All
+    end.
+
+%% @doc Stops the writers and the controller after their current
+%% transaction or operation; returns how many had to be killed (still
+%% running after `TimeoutMs').
+stop_work(TimeoutMs) ->
+    case whereis(fraghash_torture2_work) of
+        undefined ->
+            {stopped, 0};
+        Pid ->
+            Pid ! {stop, self(), TimeoutMs},
+            receive {stopped, _} = R -> R end
+    end.
+
+stopping() -> persistent_term:get({?MODULE, stop}, true).
+
+writer(Dir, Run, Writer, Tab) ->
+    {ok, Log} = file:open(ack_file(Dir, Tab, Writer), [append, raw, binary]),
+    writer(Log, Run, Writer, Tab, 1).
+
+writer(Log, Run, Writer, Tab, I) ->
+    case stopping() of
+        true ->
+            ok = file:close(Log);
+        false ->
+            Key = 2 * rand:uniform(?KEYS div 2) - 2 + Writer,
+            Seq = {Run, Writer, I},
+            Value = case rand:uniform(5) of
+                        1 -> deleted;
+                        _ -> Seq
+                    end,
+            ok = fraghash_torture_child:log_line(Log, {intent, Seq, Key, Value}),
+            Acked = try
+                        Frags = mnesia:activity(transaction,
+                                                fun() -> put_value(Tab, Key, Value) end,
+                                                [], mnesia_frag),
+                        %% The durability line: every node holding a disc
+                        %% copy of a fragment written syncs its log.
+                        ok = fraghash_durable:tables(Frags)
+                    of
+                        ok -> fraghash_torture_child:log_line(Log, {ack, Seq, Key, Value})
+                    catch
+                        %% A node down (its fragments unreachable, or not
+                        %% durable there): no ack, the intent stays.
+                        _:_ -> failed
+                    end,
+            Acked =:= ok orelse timer:sleep(20),
+            writer(Log, Run, Writer, Tab, I + 1)
+    end.
+
+%% Writes or deletes `Key' in `Tab' and its control, in the caller's
+%% mnesia_frag transaction; returns the fragments written (routed as
+%% mnesia_frag routes them, with the hash state this node holds now).
+put_value(Tab, Key, Value) ->
+    [begin
+         case Value of
+             deleted -> ok = mnesia:delete({T, Key});
+             _ -> ok = mnesia:write({T, Key, Value})
+         end,
+         (fraghash_tab:router(T))(Key)
+     end || T <- [Tab, control(Tab)]].
+
+controller(Dir, Nodes) ->
+    case stopping() of
+        true ->
+            ok;
+        false ->
+            Tabs = tables(),
+            Tab = lists:nth(rand:uniform(length(Tabs)), Tabs),
+            {Mod, _, N} = fraghash_frag:hash(Tab),
+            Grow = case {Mod, rand:uniform(3)} of
+                       {mnesia_frag_slots, 1} -> relieve;
+                       _ -> add
+                   end,
+            Op = if
+                     N =< ?MIN_FRAGS -> Grow;
+                     N >= ?MAX_FRAGS -> del;
+                     true -> case rand:uniform(2) of 1 -> Grow; 2 -> del end
+                 end,
+            %% Which node gets a new fragment first (one copy) varies.
+            On = case rand:uniform(2) of 1 -> Nodes; 2 -> lists:reverse(Nodes) end,
+            mark(Dir, "enter ~s ~s ~b", [Tab, Op, N]),
+            Res = try
+                      case Op of
+                          add -> fraghash_frag:add_frag(Tab, On);
+                          relieve -> fraghash_frag:relieve(Tab, On, largest);
+                          del -> fraghash_frag:del_frag(Tab)
+                      end
+                  catch
+                      C:R -> {C, R}
+                  end,
+            case Res of
+                {atomic, ok} -> mark(Dir, "leave ~s ~s", [Tab, Op]);
+                Other -> mark(Dir, "failed ~s ~s ~0p", [Tab, Op, reason(Other)])
+            end,
+            timer:sleep(rand:uniform(40)),
+            controller(Dir, Nodes)
+    end.
+
+%% A failure's reason, short enough for a mark line.
+reason({aborted, {fraghash, Why, _Text}}) -> Why;
+reason({aborted, R}) -> element(1, R);
+reason({C, R}) when is_tuple(R) -> {C, element(1, R)};
+reason(Other) -> Other.
+
+%% @doc `fraghash_frag:recover()' between two marks.
+recover(Dir) ->
+    Me = short(node()),
+    mark(Dir, "recover_start ~s ~w", [Me, fraghash_journal:pending()]),
+    R = fraghash_frag:recover(),
+    mark(Dir, "recover_end ~s ~0p", [Me, R]),
+    R.
+
+%%% Checks
+
+%% @doc `{Counts, BadKeys, Layout}' of `Tab' as this node sees it, against
+%% `Exp' (Key => {LastAcked, [LaterIntents]}); `Copies' is the disc copies
+%% each fragment must have. A fragment is read where Mnesia reads it from
+%% this node: its own copy when it holds one. Layout is `{HashModule,
+%% State, [{Fragment, SortedKeys}]}', for comparing the two nodes.
+check(Tab, Exp, Copies) ->
+    {Mod, S, N} = fraghash_frag:hash(Tab),
+    Frags = [fraghash_frag:frag_name(Tab, F) || F <- lists:seq(1, N)],
+    PerFrag = [{F, mnesia:dirty_select(Frag, [{'_', [], ['$_']}])}
+               || {F, Frag} <- lists:zip(lists:seq(1, N), Frags)],
+    Rows = [{element(2, R), F, element(3, R)} || {F, Rs} <- PerFrag, R <- Rs],
+    Keys = [K || {K, _, _} <- Rows],
+    Found = maps:from_list([{K, V} || {K, _, V} <- Rows]),
+    Bad = [K || {K, {Last, Maybe}} <- maps:to_list(Exp),
+                not lists:member(maps:get(K, Found, deleted), [Last | Maybe])]
+        ++ [K || K <- maps:keys(Found), not maps:is_key(K, Exp)],
+    %% Sizes as each fragment's holder counts them.
+    Sizes = [rpc:call(mnesia:table_info(Frag, where_to_read), mnesia, table_info, [Frag, size])
+             || Frag <- Frags],
+    Names = mnesia:activity(async_dirty, fun() -> mnesia:table_info(Tab, frag_names) end,
+                            [], mnesia_frag),
+    Prefix = atom_to_list(Tab) ++ "_frag",
+    Orphans = [T || T <- mnesia:system_info(tables), lists:prefix(Prefix, atom_to_list(T)),
+                    not lists:member(T, Names)],
+    Counts = #{n => N, records => length(Rows), checked => maps:size(Exp),
+               duplicates => length(Keys) - length(lists:usort(Keys)),
+               misplaced => length([K || {K, F, _} <- Rows, Mod:key_to_frag_number(S, K) =/= F]),
+               wrong_or_lost => length(Bad),
+               lost => length([K || K <- Bad, maps:get(K, Found, deleted) =:= deleted]),
+               sizes_add_up => lists:sum(Sizes) =:= length(Rows),
+               frag_names_match => Names =:= Frags,
+               copies_ok => lists:all(fun(F) -> length(mnesia:table_info(F, disc_copies)) =:= Copies
+                                      end, Frags),
+               orphans => length(Orphans),
+               journal_left => length([T || T <- fraghash_journal:pending(), T =:= Tab])},
+    Layout = {Mod, S, [{F, lists:sort([element(2, R) || R <- Rs])} || {F, Rs} <- PerFrag]},
+    {Counts, Bad, Layout}.
+
+%% @doc Gives `Keys' of `Tab' and its control their last acknowledged value
+%% (`Exp') again, logged as acknowledged by `{Run, repair}' in the owner's
+%% log, and moves misplaced records: so that the next check counts only new
+%% losses. Runs with the writers stopped.
+repair(Dir, Run, Tab, {Keys, Exp}) ->
+    [{atomic, _} = fraghash_frag:repair(T) || T <- [Tab, control(Tab)]],
+    lists:foreach(
+      fun(K) ->
+              {Last, _} = maps:get(K, Exp, {deleted, []}),
+              Frags = mnesia:activity(transaction, fun() -> put_value(Tab, K, Last) end,
+                                      [], mnesia_frag),
+              ok = fraghash_durable:tables(Frags),
+              {ok, Log} = file:open(ack_file(Dir, Tab, owner(K)), [append, raw, binary]),
+              ok = fraghash_torture_child:log_line(Log, {ack, {Run, repair}, K, Last}),
+              ok = file:close(Log)
+      end, Keys).
+
+%%% Marks
+
+short(Node) -> hd(string:split(atom_to_list(Node), "@")).
+
+mark(Dir, Fmt, Args) ->
+    {ok, F} = file:open(filename:join(Dir, "marks.log"), [append, raw]),
+    ok = file:write(F, [io_lib:format(Fmt, Args), $\n]),
+    ok = file:close(F).
