@@ -130,7 +130,19 @@ measure(Tab, Scratch, Mod, Path, Records) ->
 run_op(plain, Tab, _Scratch, _M, _NewState, _N, _Donors) ->
     limited(fun() -> mnesia:change_table_frag(Tab, {add_frag, [node()]}) end);
 run_op(safe, Tab, _Scratch, _M, _NewState, _N, _Donors) ->
-    limited(fun() -> fraghash_frag:add_frag(Tab, [node()]) end);
+    %% Where the time goes: the moment each step of the add begins.
+    Steps = ets:new(steps, [public, duplicate_bag]),
+    T0 = erlang:monotonic_time(microsecond),
+    ok = fraghash_frag:set_step_hook(
+           fun(_, S) -> ets:insert(Steps, {erlang:monotonic_time(microsecond) - T0, S}) end),
+    try limited(fun() -> fraghash_frag:add_frag(Tab, [node()]) end)
+    after
+        ok = fraghash_frag:set_step_hook(undefined),
+        io:format("<!-- safe add, step begins (s): ~s -->~n",
+                  [lists:join(", ", [io_lib:format("~s ~.2f", [S, T / 1.0e6])
+                                     || {T, S} <- lists:sort(ets:tab2list(Steps))])]),
+        ets:delete(Steps)
+    end;
 run_op(copy, Tab, Scratch, M, NewState, N, Donors) ->
     New = fraghash_frag:frag_name(Tab, N + 1),
     limited(
