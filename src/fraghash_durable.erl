@@ -1,6 +1,12 @@
 %% @doc Durability across the nodes of a table: what a commit wrote is on
 %% disc on every node that holds a disc copy of it.
 %%
+%% What is made durable is what each node has logged: a commit made by
+%% `mnesia:transaction/1' returns once every node holding a replica voted
+%% for it, before each has logged it, so the growth path commits with
+%% `mnesia:sync_transaction/1', which returns once every replica has
+%% applied (and logged) it, and then asks for the sync.
+%%
 %% `mnesia:sync_log/0' syncs the calling node's log only. A commit
 %% replicated to another node sits in that node's disk_log cache until the
 %% cache is flushed (seconds later), and dets (`disc_only_copies') keeps

@@ -37,7 +37,8 @@
 %% so that their writes and deletes end up where the key now lives.
 -module(fraghash_frag).
 
--export([add_frag/2, relieve/3, del_frag/1, recover/0, recover/1, stale_copies/1, repair/1,
+-export([add_frag/2, relieve/3, del_frag/1, recover/0, recover/1, loadable_tables/0,
+         stale_copies/1, repair/1,
          hash/1, frag_name/2, disc_bytes/1, set_step_hook/1]).
 -export([distribution/1, info/1, fragment_size/1]).
 
@@ -92,9 +93,44 @@ do_relieve(Tab, Nodes, Which) ->
 del_frag(Tab) ->
     serialized(Tab, fun() -> with_recovery(Tab, fun() -> do_del_frag(Tab) end) end).
 
+%% @doc The tables to wait for after `mnesia:start()', before {@link
+%% recover/0}: every table but a fragment table beyond its table's count.
+%% Such a table is left when a node is killed just after a change that
+%% deleted it, before Mnesia dumped its log: at the next start the table is
+%% in the schema again, and on a cluster no node may load it, so waiting
+%% for it would never end. `recover/0' deletes it.
+-spec loadable_tables() -> [atom()].
+loadable_tables() ->
+    [T || T <- mnesia:system_info(tables), not beyond_count(T)].
+
+beyond_count(T) ->
+    case catch mnesia:table_info(T, frag_properties) of
+        Props when is_list(Props) ->
+            case lists:keyfind(base_table, 1, Props) of
+                {base_table, Base} when Base =/= T ->
+                    case catch fraghash_tab:hash(Base) of
+                        {_Mod, _State, N} -> number(Base, T) > N;
+                        _ -> false
+                    end;
+                _ ->
+                    false
+            end;
+        _ ->
+            false
+    end.
+
+%% The number of fragment table `Frag' of `Base' (Mnesia's naming).
+number(Base, Frag) ->
+    Prefix = atom_to_list(Base) ++ "_frag",
+    case lists:prefix(Prefix, atom_to_list(Frag)) of
+        true -> list_to_integer(lists:nthtail(length(Prefix), atom_to_list(Frag)));
+        false -> 0
+    end.
+
 %% @doc Finishes or undoes every operation a crash interrupted. Call it once
-%% after `mnesia:start()' and `mnesia:wait_for_tables/2', before using
-%% fragmented disc tables grown or shrunk by this module. Idempotent, and
+%% after `mnesia:start()' and `mnesia:wait_for_tables(loadable_tables(), T)'
+%% (see {@link loadable_tables/0}), before using fragmented disc tables
+%% grown or shrunk by this module. Idempotent, and
 %% safe to interrupt: a crash during recovery is recovered the same way.
 -spec recover() -> ok | {error, term()}.
 recover() ->
@@ -115,9 +151,20 @@ recover_all() ->
             Error
     end.
 
-%% @doc Finishes or undoes the interrupted operation on `Tab', if any.
+%% @doc Finishes or undoes the interrupted operation on `Tab', if any. Holds
+%% the table's cluster-wide lock, as every operation does: recovery started
+%% on two nodes at once (after both restarted), or on one node while the
+%% other runs an operation, takes turns, and the later one finds the entry
+%% gone.
 -spec recover(atom()) -> ok | {error, term()}.
 recover(Tab) ->
+    global:trans(lock(Tab), fun() -> recover_locked(Tab) end).
+
+%% The lock of `Tab''s operations and recovery, cluster-wide.
+lock(Tab) ->
+    {{?MODULE, Tab}, self()}.
+
+recover_locked(Tab) ->
     try
         ok = fraghash_durable:check_log(),
         ok = fraghash_journal:ensure(),
@@ -457,7 +504,7 @@ disc_bytes(Frag) ->
                || Ext <- [".DAT", ".DCD", ".DCL"]]).
 
 with_recovery(Tab, Op) ->
-    case recover(Tab) of
+    case recover_locked(Tab) of
         ok -> Op();
         {error, {fraghash, _, _} = Reason} -> {aborted, Reason};
         {error, Reason} -> answer(Tab, {aborted, {fraghash, recovery_failed, Reason}})
@@ -473,7 +520,7 @@ serialized(Tab, Fun) ->
             {aborted, {fraghash, not_fragmented,
                        lists:flatten(io_lib:format("~p is not a fragmented table", [Tab]))}};
         _ ->
-            global:trans({{?MODULE, Tab}, self()},
+            global:trans(lock(Tab),
                          fun() ->
                                  try
                                      ok = fraghash_durable:check_log(),

@@ -44,7 +44,7 @@ copy_batches(_Where, [], Moved) ->
 copy_batches(Where, Items, Moved) ->
     {Batch, Rest} = lists:split(min(?BATCH, length(Items)), Items),
     {atomic, Copied} =
-        mnesia:transaction(
+        mnesia:sync_transaction(
           fun() ->
                   [begin
                        Recs = moving(Where, I, mnesia:read(S, K, read)),

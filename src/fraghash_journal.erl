@@ -45,7 +45,7 @@ wait() ->
 -spec write(atom(), map()) -> ok.
 write(Tab, Entry) ->
     Stamped = Entry#{cookie => mnesia:table_info(Tab, cookie)},
-    {atomic, ok} = mnesia:transaction(fun() -> mnesia:write({?TABLE, Tab, Stamped}) end),
+    {atomic, ok} = mnesia:sync_transaction(fun() -> mnesia:write({?TABLE, Tab, Stamped}) end),
     fraghash_durable:tables([?TABLE]).
 
 %% @doc {@link write/2} run in a fresh process, for a caller that is itself
@@ -102,7 +102,7 @@ write_progress(Tab, Key) ->
 %% @doc Removes the entry of `Tab' and its progress mark, durably.
 -spec delete(atom()) -> ok.
 delete(Tab) ->
-    {atomic, ok} = mnesia:transaction(fun() ->
+    {atomic, ok} = mnesia:sync_transaction(fun() ->
                                               mnesia:delete({?TABLE, {progress, Tab}}),
                                               mnesia:delete({?TABLE, Tab})
                                       end),

@@ -53,14 +53,15 @@ foreign_key(Tab) ->
 index(X, [X | _]) -> 1;
 index(X, [_ | T]) -> 1 + index(X, T).
 
-%% @doc Runs `F' over `Items' in ordinary transactions of 500 items; the
-%% first that aborts stops the rest and is returned.
+%% @doc Runs `F' over `Items' in ordinary transactions of 500 items
+%% (`mnesia:sync_transaction/1': each returns once every replica applied
+%% it); the first that aborts stops the rest and is returned.
 -spec batches(fun((term()) -> term()), [term()]) -> {atomic, ok} | {aborted, term()}.
 batches(_F, []) ->
     {atomic, ok};
 batches(F, Items) ->
     {Batch, Rest} = lists:split(min(?BATCH, length(Items)), Items),
-    case mnesia:transaction(fun() -> lists:foreach(F, Batch) end) of
+    case mnesia:sync_transaction(fun() -> lists:foreach(F, Batch) end) of
         {atomic, ok} -> batches(F, Rest);
         Aborted -> Aborted
     end.

@@ -16,7 +16,10 @@
 %% (`fraghash_torture_child:log_line/2'): `{intent, Seq, Key, Value}'
 %% before the transaction and `{ack, Seq, Key, Value}' once it returned
 %% and `fraghash_durable:tables/1' of the fragments it wrote (the table's
-%% and the control's) returned: Mnesia's durability line across nodes.
+%% and the control's) returned: Mnesia's durability line across nodes. The
+%% transaction is a `sync_transaction': a plain one returns once every
+%% replica voted for it, before each has logged it, and a sync of a
+%% holder's log can come before its commit is in it.
 %% `Value' is `deleted' for a delete.</li>
 %% <li>`marks.log': `running', `enter'/`leave'/`failed' of each operation,
 %% `step' of each step (the step hook), `recover_start'/`recover_end'.</li>
@@ -147,7 +150,7 @@ writer(Log, Run, Writer, Tab, I) ->
                     end,
             ok = fraghash_torture_child:log_line(Log, {intent, Seq, Key, Value}),
             Acked = try
-                        Frags = mnesia:activity(transaction,
+                        Frags = mnesia:activity(sync_transaction,
                                                 fun() -> put_value(Tab, Key, Value) end,
                                                 [], mnesia_frag),
                         %% The durability line: every node holding a disc
@@ -276,7 +279,7 @@ repair(Dir, Run, Tab, {Keys, Exp}) ->
     lists:foreach(
       fun(K) ->
               {Last, _} = maps:get(K, Exp, {deleted, []}),
-              Frags = mnesia:activity(transaction, fun() -> put_value(Tab, K, Last) end,
+              Frags = mnesia:activity(sync_transaction, fun() -> put_value(Tab, K, Last) end,
                                       [], mnesia_frag),
               ok = fraghash_durable:tables(Frags),
               {ok, Log} = file:open(ack_file(Dir, Tab, owner(K)), [append, raw, binary]),
