@@ -596,6 +596,8 @@ failed(Tab, {other, Reason}, Where) ->
 %% File}', `{io_error, File, Posix}', `{mnesia_stopped, Node}', or `none'.
 failure({fraghash, restart_mnesia, _} = Reason) ->
     {as_is, Reason};
+failure({fraghash, orphan_not_loadable, _} = Reason) ->
+    {as_is, Reason};
 failure({file_error, File, enospc}) ->
     {disc_full, text(File)};
 failure({file_error, File, Posix}) when is_atom(Posix) ->

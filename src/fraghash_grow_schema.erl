@@ -126,6 +126,7 @@ drop_orphan(Frag) ->
         false ->
             ok;
         true ->
+            ok = load_somewhere(Frag),
             {atomic, ok} =
                 mnesia_schema:schema_transaction(
                   fun() ->
@@ -138,6 +139,34 @@ drop_orphan(Frag) ->
     end.
 
 %%% Internals
+
+%% Mnesia deletes only a table some node has loaded, and an orphan that a
+%% kill left on a cluster may be loaded nowhere (each node waits for
+%% another to load it): loaded by force, from the disc of a running node
+%% that holds a copy, it can go.
+load_somewhere(Frag) ->
+    case mnesia:table_info(Frag, active_replicas) of
+        [_ | _] ->
+            ok;
+        [] ->
+            Running = mnesia:system_info(running_db_nodes),
+            Holders = [N || N <- mnesia:table_info(Frag, disc_copies)
+                                ++ mnesia:table_info(Frag, disc_only_copies)
+                                ++ mnesia:table_info(Frag, ram_copies),
+                            lists:member(N, Running)],
+            case Holders of
+                [N | _] ->
+                    yes = rpc:call(N, mnesia, force_load_table, [Frag]),
+                    ok;
+                [] ->
+                    error({fraghash, orphan_not_loadable,
+                           lists:flatten(
+                             io_lib:format("~s, a fragment table left by a kill, is loaded "
+                                           "nowhere and no running node holds it: start the "
+                                           "nodes that hold it, then run fraghash_frag:"
+                                           "recover/0", [Frag]))})
+            end
+    end.
 
 %% One schema transaction holding the schema and `Tab' write-locked, run
 %% by a process of its own: `mnesia_schema:schema_transaction/1' waits for
