@@ -15,8 +15,8 @@
 %% history is in one file, in order), framed terms
 %% (`fraghash_torture_child:log_line/2'): `{intent, Seq, Key, Value}'
 %% before the transaction and `{ack, Seq, Key, Value}' once it returned
-%% and `fraghash_durable:tables/1' of the fragments it wrote (the table's
-%% and the control's) returned: Mnesia's durability line across nodes. The
+%% and `fraghash_durable:tables/1' of every fragment of the table and of
+%% its control returned: Mnesia's durability line across nodes. The
 %% transaction is a `sync_transaction': a plain one returns once every
 %% replica voted for it, before each has logged it, and a sync of a
 %% holder's log can come before its commit is in it.
@@ -168,16 +168,20 @@ writer(Log, Run, Writer, Tab, I) ->
     end.
 
 %% Writes or deletes `Key' in `Tab' and its control, in the caller's
-%% mnesia_frag transaction; returns the fragments written (routed as
-%% mnesia_frag routes them, with the hash state this node holds now).
+%% mnesia_frag transaction; returns every fragment of both, the ones to
+%% make durable. Not the fragment the key routes to now: a write that
+%% routed with the state before a switch and waited for the switch's locks
+%% lands in the fragment the key has just left, and an application cannot
+%% tell which one its write went to either.
 put_value(Tab, Key, Value) ->
-    [begin
-         case Value of
-             deleted -> ok = mnesia:delete({T, Key});
-             _ -> ok = mnesia:write({T, Key, Value})
-         end,
-         (fraghash_tab:router(T))(Key)
-     end || T <- [Tab, control(Tab)]].
+    lists:append(
+      [begin
+           case Value of
+               deleted -> ok = mnesia:delete({T, Key});
+               _ -> ok = mnesia:write({T, Key, Value})
+           end,
+           mnesia:table_info(T, frag_names)
+       end || T <- [Tab, control(Tab)]]).
 
 controller(Dir, Nodes) ->
     case stopping() of
