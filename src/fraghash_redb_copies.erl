@@ -40,11 +40,17 @@
 %% redb transaction would need Mnesia to say where a commit ends, which the
 %% backend interface does not.
 %%
-%% A kill between two records of one transaction leaves the first applied
-%% and not the second. At start, Mnesia replays into the table the
-%% transactions still in its own log (`LATEST.LOG', dumped every
-%% `dump_log_write_threshold' writes or `dump_log_time_threshold'), which
-%% repairs such a half-applied transaction when its log record was written.
+%% At start, Mnesia replays the transactions still in its own log
+%% (`LATEST.LOG') into tables of this type. That log can be shorter than
+%% the table: its writes are cached for up to two seconds before they reach
+%% the file, so after a kill -9 it may hold a write but not a later delete
+%% of the same key, which redb already holds; replaying it would bring the
+%% deleted record back (and count counters twice). So the backend ignores
+%% the replay: between `load_table(_, Tab, startup, _)' and the
+%% `close_table/2' that ends it, writes to `Tab' are dropped, and the table
+%% stays as redb committed it. The price: a kill between two records of one
+%% transaction leaves the first applied and not the second (the
+%% transaction never returned, so nobody was told it committed).
 %% Replicas on other nodes follow Mnesia's protocol: with
 %% `mnesia:sync_transaction/1' every replica has applied (and so synced)
 %% the transaction when it returns.
@@ -67,6 +73,9 @@
 %%
 %% Indexes are stored as redb tables of `{{IndexValue, Key}}' rows
 %% (Mnesia's `ordered' index type); an index read scans its index table.
+%% Each index is rebuilt from its table when Mnesia starts (O(records)):
+%% its rows are written by calls apart from the record's, and a kill
+%% between them would leave it behind.
 -module(fraghash_redb_copies).
 -behaviour(mnesia_backend_type).
 
@@ -101,12 +110,19 @@
 register() ->
     register(?ALIAS).
 
-%% @doc Registers the backend under alias `Alias'.
+%% @doc Registers the backend under alias `Alias'. On a node that joined
+%% a schema holding the alias already (`extra_db_nodes'), Mnesia does not
+%% start the backend: this call does, and returns `{atomic, ok}'.
 -spec register(atom()) -> {atomic, ok} | {aborted, term()}.
 register(Alias) ->
     case mnesia:add_backend_type(Alias, ?MODULE) of
-        {aborted, {backend_type_already_exists, _}} -> {atomic, ok};
-        Other -> Other
+        {aborted, {backend_type_already_exists, _}} ->
+            case add_aliases([Alias]) of
+                ok -> {atomic, ok};
+                {error, Why} -> {aborted, Why}
+            end;
+        Other ->
+            Other
     end.
 
 %% @doc Syncs the node's database. Not needed for durability (every write
@@ -120,9 +136,17 @@ chunk() -> ?CHUNK.
 
 %%% Backend management
 
-%% @private
+%% @private Index tables are rebuilt once per start: a kill between a
+%% record's write and its index rows' (separate calls from Mnesia) could
+%% leave an index behind its table, and nothing here could tell which.
 init_backend() ->
-    fraghash_redb_db:ensure_started().
+    case fraghash_redb_db:ensure_started() of
+        ok ->
+            ok = ensure_info(),
+            write([{clear, ?INFO}]);
+        {error, _} = E ->
+            E
+    end.
 
 %% @private
 add_aliases(Aliases) ->
@@ -162,15 +186,23 @@ create_table(_Alias, Tab, _Props) ->
     ensure_table(Tab).
 
 %% @private A copy loaded from another node replaces the local one: it is
-%% emptied here, and filled by receive_data/5.
+%% emptied here, and filled by receive_data/5. Mnesia's log replay at start
+%% opens the table with reason `startup' and closes it when done: its
+%% writes are ignored meanwhile (see the module documentation).
 load_table(_Alias, Tab, {net_load, _}, _Cs) ->
+    replayed(Tab, false),
     ok = ensure_table(Tab),
     write([{clear, name(Tab)}]);
+load_table(_Alias, Tab, startup, _Cs) ->
+    replayed(Tab, true),
+    ensure_table(Tab);
 load_table(_Alias, Tab, _Reason, _Cs) ->
+    replayed(Tab, false),
     ensure_table(Tab).
 
 %% @private The database stays open for the node's other tables.
-close_table(_Alias, _Tab) -> ok.
+close_table(_Alias, Tab) ->
+    replayed(Tab, false).
 
 %% @private
 sync_close_table(_Alias, _Tab) -> ok.
@@ -231,23 +263,28 @@ receive_done(_Alias, _Tab, _Sender, _State) ->
 
 %% @private
 insert(_Alias, Tab, Obj) ->
-    write([put_op(name(Tab), keypos(Tab), Obj)]).
+    case replaying(Tab) of
+        true -> ok;
+        false -> write([put_op(name(Tab), keypos(Tab), Obj)])
+    end.
 
 %% @private
 delete(_Alias, Tab, Key) ->
-    case key_bin(Key) of
-        {ok, K} -> write([{delete, name(Tab), K}]);
-        none -> ok
+    case {replaying(Tab), key_bin(Key)} of
+        {false, {ok, K}} -> write([{delete, name(Tab), K}]);
+        _ -> ok
     end.
 
 %% @private A pattern that matches every record clears the table in one
 %% transaction; another scans for the matching keys and deletes them in
 %% transactions of up to chunk/0 keys.
 match_delete(_Alias, Tab, Pat) ->
-    case wild(Pat, keypos(Tab)) of
-        true ->
+    case {replaying(Tab), wild(Pat, keypos(Tab))} of
+        {true, _} ->
+            ok;
+        {false, true} ->
             write([{clear, name(Tab)}]);
-        false ->
+        {false, false} ->
             Name = name(Tab),
             Pos = keypos(Tab),
             delete_matching(select(?ALIAS, Tab, [{Pat, [], ['$_']}], ?CHUNK), Name, Pos)
@@ -311,15 +348,21 @@ slot_walk(Name, Start, Pos) ->
 
 %% @private Raises `badarg' (an `error', which Mnesia catches to write the
 %% record itself) when there is no record or no integer in position 3.
-update_counter(_Alias, Tab, Key, Incr) when is_integer(Incr) ->
-    case key_bin(Key) of
-        {ok, K} ->
+update_counter(Alias, Tab, Key, Incr) when is_integer(Incr) ->
+    case {replaying(Tab), key_bin(Key)} of
+        {true, _} ->
+            %% The replay's increment is in the table already.
+            case lookup(Alias, Tab, Key) of
+                [Rec] when is_integer(element(3, Rec)) -> element(3, Rec);
+                _ -> erlang:error(badarg)
+            end;
+        {false, {ok, K}} ->
             case fraghash_redb_db:update_counter(name(Tab), K, Incr, 3) of
                 {ok, New} -> New;
                 {error, badarg} -> erlang:error(badarg);
                 {error, {Kind, Msg}} -> erlang:error({fraghash_redb, Kind, Msg})
             end;
-        none ->
+        {false, none} ->
             erlang:error(badarg)
     end.
 
@@ -531,6 +574,17 @@ write(Ops) ->
                          [fraghash_redb_db:path(), Kind, Msg]),
             erlang:error({fraghash_redb, Kind, Msg})
     end.
+
+%% Whether Mnesia's log replay at start is writing to `Tab'.
+replaying(Tab) ->
+    ets:member(fraghash_redb_replay, Tab).
+
+replayed(Tab, true) ->
+    true = ets:insert(fraghash_redb_replay, {Tab}),
+    ok;
+replayed(Tab, false) ->
+    true = ets:delete(fraghash_redb_replay, Tab),
+    ok.
 
 check({error, {Kind, Msg}}) -> erlang:error({fraghash_redb, Kind, Msg});
 check(Other) -> Other.

@@ -33,7 +33,7 @@
 -behaviour(gen_server).
 
 -export([ensure_started/0, stop/0, handle/0, path/0, write/1, update_counter/4,
-         add_aliases/1, remove_aliases/1, max_group/0]).
+         add_aliases/1, remove_aliases/1, max_group/0, stats/0, check_file/1]).
 -export([start_link/1]).
 -export([init/1, handle_call/3, handle_cast/2, handle_info/2, terminate/2]).
 
@@ -43,7 +43,8 @@
 %% caller waiting in a full group adds to the others.
 -define(MAX_GROUP, 512).
 
--record(st, {db, path, aliases = []}).
+%% calls: write calls answered; commits: redb transactions they took.
+-record(st, {db, path, aliases = [], calls = 0, commits = 0}).
 
 %%% API
 
@@ -64,6 +65,18 @@ ensure_started() ->
                 {error, {fraghash_redb, _, _, _} = Why} -> {error, Why};
                 {error, Other} -> {error, {fraghash_redb, start_failed, Path, Other}}
             end
+    end.
+
+%% @doc Whether the database file `Path' opens: `ok', or the reason it
+%% does not, as {@link ensure_started/0} gives it. For a node whose Mnesia
+%% does not start (Mnesia logs the reason but returns only `{error,
+%% {normal, _}}'); run it while that Mnesia is stopped (an open database
+%% is `locked').
+-spec check_file(file:filename()) -> ok | {error, {fraghash_redb, atom(), file:filename(), binary()}}.
+check_file(Path) ->
+    case fraghash_redb_nif:open(unicode:characters_to_binary(Path), #{create => false}) of
+        {ok, Db} -> fraghash_redb_nif:close(Db);
+        {error, {Kind, Msg}} -> {error, {fraghash_redb, Kind, Path, Msg}}
     end.
 
 %% @doc Stops the process and closes the database (no-op if not running).
@@ -122,6 +135,13 @@ remove_aliases(Aliases) ->
             end
     end.
 
+%% @doc Write calls answered and redb transactions (syncs) they took since
+%% the database was opened: `commits' below `calls' means group commit
+%% shared syncs.
+-spec stats() -> #{calls := non_neg_integer(), commits := non_neg_integer()}.
+stats() ->
+    gen_server:call(?MODULE, stats, infinity).
+
 %% @doc The most callers one group commit takes.
 max_group() -> ?MAX_GROUP.
 
@@ -137,6 +157,10 @@ init(Path) ->
     ok = filelib:ensure_dir(Path),
     case fraghash_redb_nif:open(unicode:characters_to_binary(Path), #{}) of
         {ok, Db} ->
+            %% Tables whose log replay is under way (see
+            %% fraghash_redb_copies:load_table/4): owned here, so it lives
+            %% as long as the database is open.
+            _ = ets:new(fraghash_redb_replay, [named_table, public, set]),
             persistent_term:put(?HANDLE_KEY, Db),
             {ok, #st{db = Db, path = Path}};
         {error, {Kind, Msg}} ->
@@ -144,10 +168,12 @@ init(Path) ->
     end.
 
 %% @private
-handle_call({write, Ops}, From, #st{db = Db} = S) ->
+handle_call({write, Ops}, From, #st{db = Db, calls = C, commits = K} = S) ->
     Group = [{From, Ops} | drain(?MAX_GROUP - 1)],
-    commit_group(Db, Group),
-    {noreply, S};
+    Commits = commit_group(Db, Group),
+    {noreply, S#st{calls = C + length(Group), commits = K + Commits}};
+handle_call(stats, _From, #st{calls = C, commits = K} = S) ->
+    {reply, #{calls => C, commits => K}, S};
 handle_call({update_counter, Name, KeyBin, Incr, Pos}, _From, #st{db = Db} = S) ->
     {reply, counter(Db, Name, KeyBin, Incr, Pos), S};
 handle_call({add_aliases, As}, _From, #st{aliases = Old} = S) ->
@@ -182,16 +208,19 @@ drain(N) ->
     after 0 -> []
     end.
 
+%% Commits the group, answers each caller; returns the transactions taken.
 commit_group(Db, [{From, Ops}]) ->
-    gen_server:reply(From, fraghash_redb_nif:write(Db, Ops, immediate));
+    gen_server:reply(From, fraghash_redb_nif:write(Db, Ops, immediate)),
+    1;
 commit_group(Db, Group) ->
     case fraghash_redb_nif:write(Db, lists:append([Ops || {_, Ops} <- Group]), immediate) of
         ok ->
-            lists:foreach(fun({From, _}) -> gen_server:reply(From, ok) end, Group);
+            lists:foreach(fun({From, _}) -> gen_server:reply(From, ok) end, Group),
+            1;
         {error, _} ->
             %% Nothing of the group was written (one transaction): each
             %% caller's ops alone, so that only the bad ones fail.
-            lists:foreach(fun(One) -> commit_group(Db, [One]) end, Group)
+            1 + lists:sum([commit_group(Db, [One]) || One <- Group])
     end.
 
 counter(Db, Name, KeyBin, Incr, Pos) ->

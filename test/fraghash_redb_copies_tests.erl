@@ -1,0 +1,465 @@
+%% @doc EUnit tests of the `redb_copies' Mnesia backend
+%% (fraghash_redb_copies) in real Mnesia: tables of both supported types
+%% written and read through transactions and dirty operations, their order
+%% held to an ets `ordered_set' of the same random terms (the generator of
+%% fraghash_redb_order_tests), `select' against `ets:select' (whole, and in
+%% chunks with a continuation), deletes by pattern, counters, an index, a
+%% key that cannot be stored, group commit of concurrent writers, a stop and
+%% start of Mnesia, a corrupt database file, `bag' refused; then a peer
+%% node killed with kill -9 while it writes, every write it acknowledged
+%% found after its restart, and a second node loading a copy from it.
+%%
+%% Needs a distributed node (`-sname') and `FRAGHASH_TEST_DIR';
+%% `scripts/test-mnesia.sh' sets both up.
+-module(fraghash_redb_copies_tests).
+
+-include_lib("eunit/include/eunit.hrl").
+
+-import(fraghash_test_support, [scratch/0, start_peer/2, wait_down/1, report/2]).
+
+-export([acked_writer/3, log/2]).
+
+-define(T, 300).
+-define(TERMS, 1500).
+%% Concurrent writers on the peer of the kill -9 case.
+-define(WRITERS, 4).
+-define(ALIAS, redb_copies).
+
+redb_copies_test_() ->
+    {setup, fun setup/0, fun cleanup/1,
+     fun(Dir) ->
+             {inorder,
+              [{"bag is refused with a reason", fun bag_refused/0},
+               {timeout, ?T, {"set and ordered_set: write, read, delete", fun crud/0}},
+               {timeout, ?T, {"first/next/prev/last in the order of an ets ordered_set",
+                              fun order/0}},
+               {timeout, ?T, {"select as ets:select, whole and in chunks", fun select/0}},
+               {timeout, ?T, {"delete_object, match_delete, clear_table", fun match_delete/0}},
+               {timeout, ?T, {"update_counter, concurrent too", fun update_counter/0}},
+               {timeout, ?T, {"an index follows its table", fun index/0}},
+               {"a key that cannot be stored aborts the transaction", fun bad_key/0},
+               {timeout, ?T, {"concurrent writers share syncs", fun group_commit/0}},
+               {timeout, ?T, {"stop and start Mnesia: everything still there", fun restart/0}},
+               {timeout, ?T, {"a corrupt fraghash.redb: Mnesia refuses to start, with the reason",
+                              fun() -> corrupt(Dir) end}}]}
+     end}.
+
+setup() ->
+    Dir = fraghash_test_support:start_mnesia("redb_copies"),
+    {atomic, ok} = fraghash_redb_copies:register(),
+    Dir.
+
+cleanup(Dir) ->
+    fraghash_test_support:stop_mnesia(Dir).
+
+create(Tab, Type) ->
+    create(Tab, Type, []).
+
+create(Tab, Type, More) ->
+    {atomic, ok} = mnesia:create_table(Tab, [{redb_copies, [node()]}, {type, Type},
+                                             {attributes, [key, val]} | More]),
+    ok.
+
+all(Tab) ->
+    mnesia:dirty_select(Tab, [{'_', [], ['$_']}]).
+
+%%% Cases
+
+bag_refused() ->
+    ?assertMatch({aborted, {{fraghash_redb, bag_not_supported, Text}, b, _}}
+                   when is_binary(Text),
+                 mnesia:create_table(b, [{redb_copies, [node()]}, {type, bag}])),
+    ?assertNot(lists:member(b, mnesia:system_info(tables))).
+
+crud() ->
+    lists:foreach(fun crud/1, [{crud_set, set}, {crud_ord, ordered_set}]).
+
+crud({Tab, Type}) ->
+    ok = create(Tab, Type),
+    ?assertEqual(Type, mnesia:table_info(Tab, type)),
+    ?assertEqual({ext, ?ALIAS, fraghash_redb_copies}, mnesia:table_info(Tab, storage_type)),
+    {atomic, ok} = mnesia:transaction(
+                     fun() -> lists:foreach(fun(K) -> mnesia:write({Tab, K, K * 2}) end,
+                                            lists:seq(1, 100))
+                     end),
+    ok = mnesia:dirty_write({Tab, {tuple, key}, <<"bin">>}),
+    ?assertEqual({atomic, [{Tab, 7, 14}]}, mnesia:transaction(fun() -> mnesia:read(Tab, 7) end)),
+    ?assertEqual([{Tab, {tuple, key}, <<"bin">>}], mnesia:dirty_read(Tab, {tuple, key})),
+    ?assertEqual([], mnesia:dirty_read(Tab, 1000)),
+    ?assertEqual(101, mnesia:table_info(Tab, size)),
+    %% Overwrite, delete in a transaction, delete dirty.
+    {atomic, ok} = mnesia:transaction(fun() -> mnesia:write({Tab, 7, seven}) end),
+    ?assertEqual([{Tab, 7, seven}], mnesia:dirty_read(Tab, 7)),
+    {atomic, ok} = mnesia:transaction(fun() -> mnesia:delete({Tab, 8}) end),
+    ok = mnesia:dirty_delete(Tab, {tuple, key}),
+    ok = mnesia:dirty_delete(Tab, not_there),
+    ?assertEqual([], mnesia:dirty_read(Tab, 8)),
+    ?assertEqual(99, mnesia:table_info(Tab, size)),
+    %% An aborted transaction leaves nothing.
+    {aborted, oops} = mnesia:transaction(fun() -> mnesia:write({Tab, 500, x}), mnesia:abort(oops) end),
+    ?assertEqual([], mnesia:dirty_read(Tab, 500)),
+    Expected = [{Tab, K, K * 2} || K <- lists:seq(1, 100), K =/= 7, K =/= 8] ++ [{Tab, 7, seven}],
+    ?assertEqual(lists:sort(Expected), lists:sort(all(Tab))),
+    %% Any type walks every key once.
+    ?assertEqual(lists:sort([element(2, R) || R <- Expected]),
+                 lists:sort(walk(Tab, mnesia:dirty_first(Tab), fun mnesia:dirty_next/2))),
+    ?assertEqual(lists:sort(mnesia:dirty_all_keys(Tab)),
+                 lists:sort([element(2, R) || R <- Expected])).
+
+walk(_Tab, '$end_of_table', _Step) -> [];
+walk(Tab, K, Step) -> [K | walk(Tab, Step(Tab, K), Step)].
+
+%% The test terms, distinct under == (so that no two share a key and the
+%% stored key is the one written), in random order.
+terms() ->
+    Terms = lists:usort(fraghash_redb_order_tests:terms(?TERMS)),
+    [T || {_, T} <- lists:sort([{rand:uniform(), T} || T <- Terms])].
+
+%% Writes {Tab, T, I} for the I-th term, in transactions of 50. One
+%% writer: four concurrent writers of these keys stalled in Mnesia's lock
+%% manager here (with disc_copies tables too); concurrency has its own case
+%% (group_commit/0).
+write_terms(Tab, Terms) ->
+    Numbered = lists:zip(Terms, lists:seq(1, length(Terms))),
+    lists:foreach(fun(Batch) ->
+                          {atomic, ok} = mnesia:transaction(
+                                           fun() -> [mnesia:write({Tab, T, I}) || {T, I} <- Batch],
+                                                    ok
+                                           end)
+                  end, batches(Numbered, 50)),
+    Numbered.
+
+batches([], _) -> [];
+batches(L, N) when length(L) =< N -> [L];
+batches(L, N) -> {B, Rest} = lists:split(N, L), [B | batches(Rest, N)].
+
+order() ->
+    ok = create(ord, ordered_set),
+    Terms = terms(),
+    Numbered = write_terms(ord, Terms),
+    Ets = ets:new(order_reference, [ordered_set]),
+    ets:insert(Ets, [{T, I} || {T, I} <- Numbered]),
+    ?assertEqual(ets:info(Ets, size), mnesia:table_info(ord, size)),
+    Forward = walk(Ets, ets:first(Ets), fun ets:next/2),
+    ?assertEqual(length(Terms), length(Forward)),
+    ?assert(Forward =:= walk(ord, mnesia:dirty_first(ord), fun mnesia:dirty_next/2)),
+    ?assert(lists:reverse(Forward) =:= walk(ord, mnesia:dirty_last(ord), fun mnesia:dirty_prev/2)),
+    ?assertEqual({atomic, {hd(Forward), lists:last(Forward)}},
+                 mnesia:transaction(fun() -> {mnesia:first(ord), mnesia:last(ord)} end)),
+    %% Neighbours of terms in the table and of terms near them that are not.
+    Sample = lists:sublist(Terms, 400),
+    Probes = Sample ++ [{P} || P <- Sample] ++ [[P] || P <- Sample]
+        ++ [P + 0.5 || P <- Sample, is_number(P), abs(P) < 1.0e300],
+    lists:foreach(fun(P) ->
+                          ?assertEqual({P, ets:next(Ets, P)}, {P, mnesia:dirty_next(ord, P)}),
+                          ?assertEqual({P, ets:prev(Ets, P)}, {P, mnesia:dirty_prev(ord, P)})
+                  end, Probes),
+    %% Records as written.
+    lists:foreach(fun({T, I}) -> ?assertEqual({T, [{ord, T, I}]}, {T, mnesia:dirty_read(ord, T)}) end,
+                  lists:sublist(Numbered, 300)),
+    ets:delete(Ets).
+
+select() ->
+    %% The table of order/0, mirrored in ets.
+    Mirror = ets:new(mirror, [ordered_set, {keypos, 2}]),
+    ets:insert(Mirror, all(ord)),
+    ?assertEqual(ets:info(Mirror, size), mnesia:table_info(ord, size)),
+    Specs = [[{{ord, '$1', '$2'}, [{'==', {'rem', '$2', 3}, 0}], [{{'$2', '$1'}}]}],
+             [{{ord, '$1', '_'}, [{is_atom, '$1'}], ['$1']},
+              {{ord, '$1', '$2'}, [{is_tuple, '$1'}, {'<', '$2', 100}], ['$_']}],
+             [{'_', [], ['$_']}],
+             [{{ord, '_', -1}, [], ['$_']}],
+             %% Bound keys: read by key, not scanned.
+             [{{ord, K, '$1'}, [], [{{K, '$1'}}]} || {ord, K, _} <- lists:sublist(all(ord), 5)],
+             [{{ord, [not_a_key], '_'}, [], ['$_']}]],
+    lists:foreach(
+      fun(MS) ->
+              Want = ets:select(Mirror, MS),
+              ?assertEqual({MS, Want}, {MS, mnesia:dirty_select(ord, MS)}),
+              ?assertEqual({MS, {atomic, Want}},
+                           {MS, mnesia:transaction(fun() -> mnesia:select(ord, MS) end)}),
+              %% Chunks: as ets's, and through Mnesia's own continuation.
+              ?assertEqual({MS, ets_chunks(ets:select(Mirror, MS, 37))},
+                           {MS, backend_chunks(fraghash_redb_copies:select(?ALIAS, ord, MS, 37))}),
+              {atomic, Chunks} = mnesia:transaction(
+                                   fun() -> mnesia_chunks(mnesia:select(ord, MS, 37, read)) end),
+              ?assert(lists:all(fun(C) -> length(C) =< 37 end, Chunks)),
+              ?assertEqual({MS, Want}, {MS, lists:append(Chunks)})
+      end, Specs),
+    ?assertEqual('$end_of_table',
+                 fraghash_redb_copies:select(?ALIAS, ord, [{{ord, '_', -1}, [], ['$_']}], 10)),
+    ets:delete(Mirror).
+
+ets_chunks('$end_of_table') -> [];
+ets_chunks({Matches, Cont}) -> [Matches | ets_chunks(ets:select(Cont))].
+
+backend_chunks('$end_of_table') -> [];
+backend_chunks({Matches, Cont}) -> [Matches | backend_chunks(fraghash_redb_copies:select(Cont))].
+
+mnesia_chunks('$end_of_table') -> [];
+mnesia_chunks({Matches, Cont}) -> [Matches | mnesia_chunks(mnesia:select(Cont))].
+
+match_delete() ->
+    ok = create(md, ordered_set),
+    {atomic, ok} = mnesia:transaction(
+                     fun() -> [mnesia:write({md, K, K rem 5}) || K <- lists:seq(1, 200)], ok end),
+    %% delete_object deletes only the very record.
+    {atomic, ok} = mnesia:transaction(fun() -> mnesia:delete_object({md, 3, 0}) end),
+    ?assertEqual([{md, 3, 3}], mnesia:dirty_read(md, 3)),
+    {atomic, ok} = mnesia:transaction(fun() -> mnesia:delete_object({md, 3, 3}) end),
+    ?assertEqual([], mnesia:dirty_read(md, 3)),
+    ok = mnesia:dirty_delete_object({md, 4, 4}),
+    ?assertEqual([], mnesia:dirty_read(md, 4)),
+    %% The callback itself, with a pattern that leaves the key free.
+    ok = fraghash_redb_copies:match_delete(?ALIAS, md, {md, '_', 2}),
+    Left = [{md, K, K rem 5} || K <- lists:seq(1, 200), K rem 5 =/= 2, K =/= 3, K =/= 4],
+    ?assertEqual(Left, all(md)),
+    ?assertEqual(length(Left), mnesia:table_info(md, size)),
+    {atomic, ok} = mnesia:clear_table(md),
+    ?assertEqual(0, mnesia:table_info(md, size)),
+    ?assertEqual('$end_of_table', mnesia:dirty_first(md)).
+
+update_counter() ->
+    ok = create(cnt, set),
+    ?assertEqual(5, mnesia:dirty_update_counter(cnt, a, 5)),
+    ?assertEqual(8, mnesia:dirty_update_counter(cnt, a, 3)),
+    ?assertEqual(6, mnesia:dirty_update_counter(cnt, a, -2)),
+    ?assertEqual([{cnt, a, 6}], mnesia:dirty_read(cnt, a)),
+    %% Not an integer: Mnesia writes the increment over it.
+    ok = mnesia:dirty_write({cnt, b, not_a_number}),
+    ?assertEqual(4, mnesia:dirty_update_counter(cnt, b, 4)),
+    %% Concurrent increments of an existing counter: none lost. (Of a
+    %% missing one, Mnesia writes each first increment over the others,
+    %% whatever the storage.)
+    ok = mnesia:dirty_write({cnt, c, 0}),
+    Self = self(),
+    Pids = [spawn_link(fun() ->
+                               [mnesia:dirty_update_counter(cnt, c, 1) || _ <- lists:seq(1, 50)],
+                               Self ! {done, self()}
+                       end) || _ <- lists:seq(1, 4)],
+    [receive {done, P} -> ok end || P <- Pids],
+    ?assertEqual([{cnt, c, 200}], mnesia:dirty_read(cnt, c)).
+
+index() ->
+    ok = create(ix, set, [{index, [val]}]),
+    {atomic, ok} = mnesia:transaction(
+                     fun() -> [mnesia:write({ix, K, K rem 7}) || K <- lists:seq(1, 100)], ok end),
+    Want = fun(V) -> [{ix, K, V} || K <- lists:seq(1, 100), K rem 7 =:= V] end,
+    ?assertEqual(Want(3), lists:sort(mnesia:dirty_index_read(ix, 3, val))),
+    ?assertEqual({atomic, Want(5)},
+                 mnesia:transaction(fun() -> lists:sort(mnesia:index_read(ix, 5, val)) end)),
+    %% An update moves the record from one index value to another.
+    {atomic, ok} = mnesia:transaction(fun() -> mnesia:write({ix, 3, 5}) end),
+    ?assertEqual(Want(3) -- [{ix, 3, 3}], lists:sort(mnesia:dirty_index_read(ix, 3, val))),
+    ?assertEqual(lists:sort([{ix, 3, 5} | Want(5)]), lists:sort(mnesia:dirty_index_read(ix, 5, val))),
+    %% An index added to a filled table is built from it.
+    {atomic, ok} = mnesia:del_table_index(ix, val),
+    {atomic, ok} = mnesia:add_table_index(ix, val),
+    ?assertEqual(Want(3) -- [{ix, 3, 3}], lists:sort(mnesia:dirty_index_read(ix, 3, val))).
+
+bad_key() ->
+    ok = create(bk, ordered_set),
+    Pid = self(),
+    ?assertEqual({aborted, {fraghash_redb, unsupported_key, bk, Pid}},
+                 mnesia:transaction(fun() -> mnesia:write({bk, 1, ok}),
+                                             mnesia:write({bk, Pid, x}) end)),
+    Big = binary:copy(<<1>>, 100000),
+    ?assertEqual({aborted, {fraghash_redb, key_too_large, bk, Big}},
+                 mnesia:transaction(fun() -> mnesia:write({bk, Big, x}) end)),
+    %% Nothing of the aborted transactions, and reads by such keys find nothing.
+    ?assertEqual(0, mnesia:table_info(bk, size)),
+    ?assertEqual([], mnesia:dirty_read(bk, Pid)).
+
+group_commit() ->
+    ok = create(gc, set),
+    #{calls := C0, commits := K0} = fraghash_redb_db:stats(),
+    Self = self(),
+    Pids = [spawn_link(fun() ->
+                               [ok = mnesia:dirty_write({gc, {W, I}, I}) || I <- lists:seq(1, 50)],
+                               Self ! {done, self()}
+                       end) || W <- lists:seq(1, 8)],
+    [receive {done, P} -> ok end || P <- Pids],
+    #{calls := C1, commits := K1} = fraghash_redb_db:stats(),
+    report("group commit: ~b writes in ~b syncs~n", [C1 - C0, K1 - K0]),
+    ?assertEqual(400, C1 - C0),
+    ?assert(K1 - K0 < C1 - C0),
+    ?assertEqual(400, mnesia:table_info(gc, size)).
+
+tables() ->
+    [T || T <- mnesia:system_info(tables),
+          mnesia:table_info(T, storage_type) =:= {ext, ?ALIAS, fraghash_redb_copies}].
+
+snapshot() ->
+    [{T, lists:sort(all(T))} || T <- lists:sort(tables())].
+
+restart_mnesia() ->
+    stopped = mnesia:stop(),
+    ok = mnesia:start(),
+    ok = mnesia:wait_for_tables(tables(), 60000).
+
+restart() ->
+    Before = snapshot(),
+    ?assert(length(Before) >= 8),
+    ?assert(lists:sum([length(Rs) || {_, Rs} <- Before]) > 1000),
+    restart_mnesia(),
+    ?assert(Before =:= snapshot()),
+    %% The index is there (rebuilt at start) and the table writable.
+    ?assertEqual([{ix, 3, 5}], [R || {ix, 3, _} = R <- mnesia:dirty_index_read(ix, 5, val)]),
+    ok = mnesia:dirty_write({crud_ord, after_restart, 1}),
+    ?assertEqual([{crud_ord, after_restart, 1}], mnesia:dirty_read(crud_ord, after_restart)).
+
+corrupt(Dir) ->
+    Before = snapshot(),
+    stopped = mnesia:stop(),
+    Path = filename:join(Dir, "fraghash.redb"),
+    {ok, Bytes} = file:read_file(Path),
+    %% Keep redb's magic number; garble the header and both commit slots.
+    <<Magic:16/binary, _:512/binary, Rest/binary>> = Bytes,
+    Garbage = << <<((I * 37) bxor 16#A5):8>> || I <- lists:seq(0, 511) >>,
+    ok = file:write_file(Path, [Magic, Garbage, Rest]),
+    %% Mnesia's start fails; its reason, logged, names the file and why.
+    %% (Captured here, and kept off the terminal: Mnesia's crash reports
+    %% of its own shutdown say nothing more.)
+    ok = logger:add_handler(redb_capture, ?MODULE, #{config => self(), level => error}),
+    {ok, #{level := Level}} = logger:get_handler_config(default),
+    ok = logger:update_handler_config(default, level, none),
+    Result = try mnesia:start()
+             after
+                 wait_stopped(),
+                 logger:update_handler_config(default, level, Level),
+                 logger:remove_handler(redb_capture)
+             end,
+    report("start on a corrupt fraghash.redb: ~0p~n", [Result]),
+    ?assertMatch({error, _}, Result),
+    Logged = logged(),
+    ?assertMatch([_ | _], [L || L <- Logged, string:find(L, "backend_init_error") =/= nomatch,
+                                string:find(L, "{fraghash_redb,corrupt,") =/= nomatch,
+                                string:find(L, Path) =/= nomatch]),
+    %% The same reason on demand, without Mnesia.
+    ?assertMatch({error, {fraghash_redb, corrupt, Path, Msg}} when is_binary(Msg),
+                 fraghash_redb_db:check_file(Path)),
+    %% The file as it was: all back.
+    ok = file:write_file(Path, Bytes),
+    ok = mnesia:start(),
+    ok = mnesia:wait_for_tables(tables(), 60000),
+    ?assert(Before =:= snapshot()).
+
+%% @doc A logger handler: sends each event, formatted, to the test process.
+log(#{msg := Msg}, #{config := To}) ->
+    Text = case Msg of
+               {report, R} -> io_lib:format("~0p", [R]);
+               {string, S} -> S;
+               {F, A} -> io_lib:format(F, A)
+           end,
+    To ! {logged, lists:flatten(io_lib:format("~ts", [Text]))},
+    ok.
+
+wait_stopped() ->
+    case mnesia:system_info(is_running) of
+        no -> ok;
+        _ -> timer:sleep(50), wait_stopped()
+    end.
+
+logged() ->
+    receive {logged, L} -> [L | logged()]
+    after 500 -> []
+    end.
+
+%%% kill -9 of a writing node; a second node loads a copy
+
+kill9_test_() ->
+    {timeout, ?T, {"kill -9 while writing: every acknowledged write survives; "
+                   "a second node loads a copy", fun kill9/0}}.
+
+kill9() ->
+    Id = os:getpid(),
+    DirA = filename:join(scratch(), "redb_kill_a"),
+    NameA = list_to_atom("fhredba_" ++ Id),
+    {_, A} = start_peer(NameA, DirA),
+    ok = rpc:call(A, mnesia, create_schema, [[A]]),
+    ok = rpc:call(A, mnesia, start, []),
+    {atomic, ok} = rpc:call(A, fraghash_redb_copies, register, []),
+    {atomic, ok} = rpc:call(A, mnesia, create_table,
+                            [k, [{redb_copies, [A]}, {type, ordered_set}]]),
+    Self = self(),
+    _ = [spawn(A, ?MODULE, acked_writer, [Self, W, 1]) || W <- lists:seq(1, ?WRITERS)],
+    Acked0 = acks(#{}, 600),
+    _ = os:cmd("kill -9 " ++ rpc:call(A, os, getpid, [])),
+    wait_down(A),
+    %% Acknowledgements sent before the kill may still be on their way.
+    timer:sleep(200),
+    Acked = flush_acks(Acked0),
+    Deleted = maps:size(maps:filter(fun(_, V) -> V =:= deleted end, Acked)),
+    report("kill -9: ~b keys acknowledged (~b of them deleted)~n", [maps:size(Acked), Deleted]),
+    ?assert(Deleted > 0),
+
+    {_, A} = start_peer(NameA, DirA),
+    ok = rpc:call(A, mnesia, start, []),
+    ok = rpc:call(A, mnesia, wait_for_tables, [[k], 60000]),
+    Held = maps:from_list([{K, V} || {k, K, V} <- rpc:call(A, fraghash_redb_copies, select,
+                                                           [?ALIAS, k, [{'_', [], ['$_']}]])]),
+    Lost = maps:fold(fun(K, deleted, L) ->
+                             case maps:is_key(K, Held) of true -> [{back, K} | L]; false -> L end;
+                        (K, V, L) ->
+                             case maps:find(K, Held) of {ok, V} -> L; Other -> [{K, V, Other} | L] end
+                     end, [], Acked),
+    ?assertEqual([], Lost),
+
+    %% A second node: joins, and loads a copy of k from A.
+    DirB = filename:join(scratch(), "redb_kill_b"),
+    {PeerB, B} = start_peer(list_to_atom("fhredbb_" ++ Id), DirB),
+    ok = rpc:call(B, mnesia, start, []),
+    %% Registered before joining: Mnesia merges two schemas only when their
+    %% backend types agree.
+    {atomic, ok} = rpc:call(B, fraghash_redb_copies, register, []),
+    {ok, [A]} = rpc:call(B, mnesia, change_config, [extra_db_nodes, [A]]),
+    {atomic, ok} = rpc:call(B, mnesia, change_table_copy_type, [schema, B, disc_copies]),
+    {atomic, ok} = rpc:call(A, mnesia, add_table_copy, [k, B, redb_copies]),
+    ok = rpc:call(B, mnesia, wait_for_tables, [[k], 60000]),
+    All = [{'_', [], ['$_']}],
+    LocalA = rpc:call(A, fraghash_redb_copies, select, [?ALIAS, k, All]),
+    ?assertEqual(maps:size(Held), length(LocalA)),
+    ?assert(LocalA =:= rpc:call(B, fraghash_redb_copies, select, [?ALIAS, k, All])),
+    %% And follows A's commits.
+    {atomic, ok} = rpc:call(A, mnesia, sync_transaction,
+                            [fun() -> mnesia:write({k, after_load, 1}) end]),
+    ?assertEqual([{k, after_load, 1}],
+                 rpc:call(B, fraghash_redb_copies, lookup, [?ALIAS, k, after_load])),
+    peer:stop(PeerB),
+    _ = rpc:call(A, mnesia, stop, []),
+    _ = os:cmd("kill -9 " ++ rpc:call(A, os, getpid, [])),
+    ok.
+
+%% @doc On a peer: transactions of three writes, each acknowledged to `To'
+%% once it returned; every fourth, a delete of an earlier key, acknowledged
+%% too. Runs until the node dies.
+acked_writer(To, W, I) ->
+    Keys = [{W, I, J} || J <- lists:seq(1, 3)],
+    {atomic, ok} = mnesia:transaction(fun() -> [mnesia:write({k, K, I}) || K <- Keys], ok end),
+    To ! {written, Keys, I},
+    case I rem 4 of
+        0 ->
+            Old = {W, I - 2, 1},
+            {atomic, ok} = mnesia:transaction(fun() -> mnesia:delete({k, Old}) end),
+            To ! {deleted, Old};
+        _ ->
+            ok
+    end,
+    acked_writer(To, W, I + 1).
+
+acks(Acked, 0) ->
+    Acked;
+acks(Acked, N) ->
+    receive
+        {written, Keys, V} -> acks(lists:foldl(fun(K, M) -> M#{K => V} end, Acked, Keys), N - 1);
+        {deleted, K} -> acks(Acked#{K => deleted}, N - 1)
+    after 60000 ->
+            error({no_acknowledgement_for_a_minute, maps:size(Acked)})
+    end.
+
+flush_acks(Acked) ->
+    receive
+        {written, Keys, V} -> flush_acks(lists:foldl(fun(K, M) -> M#{K => V} end, Acked, Keys));
+        {deleted, K} -> flush_acks(Acked#{K => deleted})
+    after 0 -> Acked
+    end.
