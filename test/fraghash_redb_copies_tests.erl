@@ -320,6 +320,8 @@ corrupt(Dir) ->
     %% Mnesia's start fails; its reason, logged, names the file and why.
     %% (Captured here, and kept off the terminal: Mnesia's crash reports
     %% of its own shutdown say nothing more.)
+    %% Its core file goes to the scratch directory, not the current one.
+    ok = application:set_env(mnesia, core_dir, scratch()),
     ok = logger:add_handler(redb_capture, ?MODULE, #{config => self(), level => error}),
     {ok, #{level := Level}} = logger:get_handler_config(default),
     ok = logger:update_handler_config(default, level, none),
