@@ -58,10 +58,12 @@
 %% == Reads ==
 %% Readers call the NIF directly (dirty I/O schedulers), concurrently.
 %% `lookup' is one B-tree search. `first/last/next/prev' are one search
-%% each. `select' compiles the match spec with `ets:match_spec_compile/1';
-%% when every clause's head binds the key to a ground term it reads only
-%% those keys, otherwise it scans the table in chunks of {@link chunk/0}
-%% records (no range for a partly bound key yet). `info(T, size)' is
+%% each. `select' ({@link fraghash_redb_select}) compiles the match spec
+%% with `ets:match_spec_compile/1'; when every clause's head binds the key
+%% to a ground term it reads only those keys; when every clause binds a
+%% leading part of the key (`{user, 42, '_'}', `[$a | '_']') it reads only
+%% the range of keys starting so; otherwise it scans the table, in chunks
+%% of {@link chunk/0} records. `info(T, size)' is
 %% redb's count, O(1). `info(T, memory)' is 0: the records live in the
 %% file and in redb's page cache, not in Erlang memory. `slot/3' walks to
 %% the slot, O(slot).
@@ -72,7 +74,8 @@
 %% clears its copy and writes each chunk as one redb transaction.
 %%
 %% Indexes are stored as redb tables of `{{IndexValue, Key}}' rows
-%% (Mnesia's `ordered' index type); an index read scans its index table.
+%% (Mnesia's `ordered' index type); an index read reads the range of its
+%% value.
 %% Each index is rebuilt from its table when Mnesia starts (O(records)):
 %% its rows are written by calls apart from the record's, and a kill
 %% between them would leave it behind.
@@ -99,8 +102,6 @@
 -define(CHUNK, 500).
 -define(INFO, <<"fraghash:info">>).
 -define(ALIAS, redb_copies).
-
--record(sel, {tab, name, keypos, ms, cms, limit, start = edge, pending = []}).
 
 %%% Convenience
 
@@ -394,7 +395,7 @@ is_index_consistent(_Alias, Tag) ->
         not_found -> false
     end.
 
-%%% Select
+%%% Select (fraghash_redb_select)
 
 %% @private
 select(Alias, Tab, MS) ->
@@ -404,107 +405,16 @@ select(Alias, Tab, MS) ->
     end.
 
 %% @private Up to `Limit' matches in key order, and a continuation.
-select(_Alias, Tab, MS, Limit) when Limit =:= infinity; is_integer(Limit), Limit > 0 ->
-    Pos = keypos(Tab),
-    S = #sel{tab = Tab, name = name(Tab), keypos = Pos, ms = MS,
-             cms = ets:match_spec_compile(MS), limit = Limit},
-    case bound_keys(MS, Pos) of
-        {ok, Keys} -> from_pending(S#sel{start = done, pending = matches_of_keys(S, Keys)});
-        none -> scan(S, [], 0)
-    end.
+select(_Alias, Tab, MS, Limit) ->
+    fraghash_redb_select:select(name(Tab), keypos(Tab), MS, Limit).
 
 %% @private
-select('$end_of_table') ->
-    '$end_of_table';
-select(#sel{pending = [_ | _]} = S) ->
-    from_pending(S);
-select(#sel{start = done}) ->
-    '$end_of_table';
-select(#sel{} = S) ->
-    scan(S, [], 0).
+select(Cont) ->
+    fraghash_redb_select:select(Cont).
 
-%% @private A continuation kept across a process or node boundary has lost
-%% its compiled match spec: compile it again.
-repair_continuation(#sel{ms = MS} = S, _MS) ->
-    S#sel{cms = ets:match_spec_compile(MS)};
-repair_continuation(Cont, _MS) ->
-    Cont.
-
-from_pending(#sel{pending = []}) ->
-    '$end_of_table';
-from_pending(#sel{pending = P, limit = infinity} = S) ->
-    {P, S#sel{pending = []}};
-from_pending(#sel{pending = P, limit = L} = S) when length(P) =< L ->
-    {P, S#sel{pending = []}};
-from_pending(#sel{pending = P, limit = L} = S) ->
-    {Now, Later} = lists:split(L, P),
-    {Now, S#sel{pending = Later}}.
-
-%% Every clause's head a tuple whose key is ground: the keys to read.
-bound_keys(MS, Pos) ->
-    Keys = [bound_key(Head, Pos) || {Head, _, _} <- MS],
-    case lists:member(none, Keys) orelse Keys =:= [] of
-        true -> none;
-        false -> {ok, lists:usort(Keys)}
-    end.
-
-bound_key(Head, Pos) when is_tuple(Head), tuple_size(Head) >= Pos ->
-    K = element(Pos, Head),
-    case ground(K) of
-        true -> K;
-        false -> none
-    end;
-bound_key(_, _) ->
-    none.
-
-ground('_') -> false;
-ground(A) when is_atom(A) -> not is_var(A);
-ground([H | T]) -> ground(H) andalso ground(T);
-ground(T) when is_tuple(T) -> ground(tuple_to_list(T));
-ground(M) when is_map(M) -> ground(maps:to_list(M));
-ground(_) -> true.
-
-is_var(A) ->
-    case atom_to_list(A) of
-        [$$ | Digits] when Digits =/= [] -> lists:all(fun(C) -> C >= $0 andalso C =< $9 end, Digits);
-        _ -> false
-    end.
-
-matches_of_keys(#sel{name = Name, cms = CMS}, Keys) ->
-    Db = fraghash_redb_db:handle(),
-    KBs = lists:usort([K || {ok, K} <- [key_bin(Key) || Key <- Keys]]),
-    Recs = [binary_to_term(V) || K <- KBs,
-                                 {ok, V} <- [check(fraghash_redb_nif:get(Db, Name, K))]],
-    ets:match_spec_run(Recs, CMS).
-
-%% Chunks from S#sel.start until Limit matches or the end of the table;
-%% the continuation resumes after the last record looked at.
-scan(#sel{name = Name, start = Start, limit = Limit, cms = CMS} = S, Acc, N) ->
-    Db = fraghash_redb_db:handle(),
-    {ok, Items, More} = check(fraghash_redb_nif:chunk(Db, Name, Start, forward, ?CHUNK)),
-    {Acc2, N2, Last, Rest} = run(Items, CMS, Acc, N, Limit, none),
-    case Rest =:= [] andalso More =:= done of
-        true when Acc2 =:= [] ->
-            '$end_of_table';
-        true ->
-            {lists:reverse(Acc2), S#sel{start = done}};
-        false ->
-            S2 = S#sel{start = {'after', Last}},
-            case is_integer(Limit) andalso N2 >= Limit of
-                true -> {lists:reverse(Acc2), S2};
-                false -> scan(S2, Acc2, N2)
-            end
-    end.
-
-run(Items, _CMS, Acc, N, Limit, Last) when is_integer(Limit), N >= Limit ->
-    {Acc, N, Last, Items};
-run([], _CMS, Acc, N, _Limit, Last) ->
-    {Acc, N, Last, []};
-run([{K, V} | Rest], CMS, Acc, N, Limit, _Last) ->
-    case ets:match_spec_run([binary_to_term(V)], CMS) of
-        [] -> run(Rest, CMS, Acc, N, Limit, K);
-        [R] -> run(Rest, CMS, [R | Acc], N + 1, Limit, K)
-    end.
+%% @private
+repair_continuation(Cont, MS) ->
+    fraghash_redb_select:repair_continuation(Cont, MS).
 
 %%% Helpers
 
@@ -561,6 +471,13 @@ wild(Pat, Pos) when is_tuple(Pat) ->
                                                 andalso not is_var(E)) end,
               lists:zip(lists:seq(1, tuple_size(Pat)), tuple_to_list(Pat)));
 wild(_, _) -> false.
+
+%% A match spec variable ('$1', '$2', ...).
+is_var(A) ->
+    case atom_to_list(A) of
+        [$$ | Digits] when Digits =/= [] -> lists:all(fun(C) -> C >= $0 andalso C =< $9 end, Digits);
+        _ -> false
+    end.
 
 %% Mnesia ignores a failed write while it commits (it logs it only at its
 %% verbose level), so a failed write is logged here as an error, then

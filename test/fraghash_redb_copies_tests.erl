@@ -171,7 +171,15 @@ select() ->
              [{{ord, '_', -1}, [], ['$_']}],
              %% Bound keys: read by key, not scanned.
              [{{ord, K, '$1'}, [], [{{K, '$1'}}]} || {ord, K, _} <- lists:sublist(all(ord), 5)],
-             [{{ord, [not_a_key], '_'}, [], ['$_']}]],
+             [{{ord, [not_a_key], '_'}, [], ['$_']}],
+             %% Partly bound keys: a range of the table.
+             [{{ord, {'$1'}, '$2'}, [], [{{'$1', '$2'}}]}],
+             [{{ord, {a, '_'}, '_'}, [], ['$_']}, {{ord, {b, '_'}, '_'}, [], ['$_']}],
+             [{{ord, [a | '_'], '$1'}, [], ['$1']}],
+             [{{ord, ['_' | '_'], '$1'}, [{'<', '$1', 500}], ['$1']}],
+             [{{ord, {{'_'}, '_'}, '_'}, [], ['$_']}, {{ord, {[], '$1'}, '_'}, [], ['$1']}],
+             [{{ord, {1, '_'}, '_'}, [], ['$_']}, {{ord, {1.0, '_'}, '_'}, [], ['$_']}],
+             [{{ord, "ab" ++ '_', '_'}, [], ['$_']}]],
     lists:foreach(
       fun(MS) ->
               Want = ets:select(Mirror, MS),
@@ -188,6 +196,21 @@ select() ->
       end, Specs),
     ?assertEqual('$end_of_table',
                  fraghash_redb_copies:select(?ALIAS, ord, [{{ord, '_', -1}, [], ['$_']}], 10)),
+    %% What each reads.
+    Plan = fun(MS) -> fraghash_redb_select:plan(2, MS) end,
+    ?assertEqual({keys, [a, b]}, Plan([{{ord, b, '_'}, [], []}, {{ord, a, '$1'}, [], []}])),
+    ?assertEqual(scan, Plan([{{ord, '_', '_'}, [], []}])),
+    ?assertEqual(scan, Plan([{'_', [], []}])),
+    ?assertEqual(scan, Plan([{{ord, {a, '_'}, '_'}, [], []}, {{ord, '$1', '_'}, [], []}])),
+    %% Tuples of the same size: the common prefix is their tag and size.
+    ?assertMatch({prefix, _}, Plan([{{ord, {a, '_'}, '_'}, [], []}, {{ord, {b, '_'}, '_'}, [], []}])),
+    {prefix, P1} = Plan([{{ord, {a, '_', c}, '_'}, [], []}]),
+    K1 = fraghash_redb_nif:order_key({a, b, c}),
+    ?assertEqual(P1, binary:part(K1, 0, byte_size(P1))),
+    ?assertNotEqual(P1, binary:part(fraghash_redb_nif:order_key({b, b, c}), 0, byte_size(P1))),
+    {prefix, P2} = Plan([{{ord, [a, b | '_'], '_'}, [], []}]),
+    ?assertEqual(P2, binary:part(fraghash_redb_nif:order_key([a, b, c]), 0, byte_size(P2))),
+    ?assertNotEqual(P2, binary:part(fraghash_redb_nif:order_key([a, c]), 0, byte_size(P2))),
     ets:delete(Mirror).
 
 ets_chunks('$end_of_table') -> [];
