@@ -393,12 +393,14 @@ logged() ->
 %%% kill -9 of a writing node; a second node loads a copy
 
 kill9_test_() ->
-    {timeout, ?T, {"kill -9 while writing: every acknowledged write survives; "
-                   "a second node loads a copy", fun kill9/0}}.
+    [{timeout, ?T, {"kill -9 while writing: every acknowledged write survives; "
+                    "a second node loads a copy", fun() -> kill9(1) end}}
+     | fraghash_test_support:slow_tier(
+         [{timeout, ?T * 2, {"kill -9 while writing, 8 times over", fun() -> kill9(8) end}}])].
 
-kill9() ->
-    Id = os:getpid(),
-    DirA = filename:join(scratch(), "redb_kill_a"),
+kill9(Rounds) ->
+    Id = os:getpid() ++ "_" ++ integer_to_list(Rounds),
+    DirA = filename:join(scratch(), "redb_kill_a_" ++ Id),
     NameA = list_to_atom("fhredba_" ++ Id),
     {_, A} = start_peer(NameA, DirA),
     ok = rpc:call(A, mnesia, create_schema, [[A]]),
@@ -406,32 +408,14 @@ kill9() ->
     {atomic, ok} = rpc:call(A, fraghash_redb_copies, register, []),
     {atomic, ok} = rpc:call(A, mnesia, create_table,
                             [k, [{redb_copies, [A]}, {type, ordered_set}]]),
-    Self = self(),
-    _ = [spawn(A, ?MODULE, acked_writer, [Self, W, 1]) || W <- lists:seq(1, ?WRITERS)],
-    Acked0 = acks(#{}, 600),
-    _ = os:cmd("kill -9 " ++ rpc:call(A, os, getpid, [])),
-    wait_down(A),
-    %% Acknowledgements sent before the kill may still be on their way.
-    timer:sleep(200),
-    Acked = flush_acks(Acked0),
-    Deleted = maps:size(maps:filter(fun(_, V) -> V =:= deleted end, Acked)),
-    report("kill -9: ~b keys acknowledged (~b of them deleted)~n", [maps:size(Acked), Deleted]),
-    ?assert(Deleted > 0),
-
-    {_, A} = start_peer(NameA, DirA),
-    ok = rpc:call(A, mnesia, start, []),
-    ok = rpc:call(A, mnesia, wait_for_tables, [[k], 60000]),
+    rand:seed(exsss, {7, 11, Rounds}),
+    Acked = lists:foldl(fun(Round, Acked0) -> kill_round(NameA, DirA, A, Round, Acked0) end,
+                        #{}, lists:seq(1, Rounds)),
     Held = maps:from_list([{K, V} || {k, K, V} <- rpc:call(A, fraghash_redb_copies, select,
                                                            [?ALIAS, k, [{'_', [], ['$_']}]])]),
-    Lost = maps:fold(fun(K, deleted, L) ->
-                             case maps:is_key(K, Held) of true -> [{back, K} | L]; false -> L end;
-                        (K, V, L) ->
-                             case maps:find(K, Held) of {ok, V} -> L; Other -> [{K, V, Other} | L] end
-                     end, [], Acked),
-    ?assertEqual([], Lost),
 
     %% A second node: joins, and loads a copy of k from A.
-    DirB = filename:join(scratch(), "redb_kill_b"),
+    DirB = filename:join(scratch(), "redb_kill_b_" ++ Id),
     {PeerB, B} = start_peer(list_to_atom("fhredbb_" ++ Id), DirB),
     ok = rpc:call(B, mnesia, start, []),
     %% Registered before joining: Mnesia merges two schemas only when their
@@ -444,6 +428,7 @@ kill9() ->
     All = [{'_', [], ['$_']}],
     LocalA = rpc:call(A, fraghash_redb_copies, select, [?ALIAS, k, All]),
     ?assertEqual(maps:size(Held), length(LocalA)),
+    ?assert(maps:size(Acked) > 0),
     ?assert(LocalA =:= rpc:call(B, fraghash_redb_copies, select, [?ALIAS, k, All])),
     %% And follows A's commits.
     {atomic, ok} = rpc:call(A, mnesia, sync_transaction,
@@ -455,9 +440,46 @@ kill9() ->
     _ = os:cmd("kill -9 " ++ rpc:call(A, os, getpid, [])),
     ok.
 
+%% One round on the running node A: writers acknowledge, A is killed after
+%% a random number of acknowledgements, restarted, and must hold every
+%% write and delete acknowledged so far, in this round or before; each
+%% writer's counter at least its last acknowledged value and at most one
+%% more (an increment applied whose acknowledgement the kill stopped).
+kill_round(NameA, DirA, A, Round, Acked0) ->
+    Self = self(),
+    _ = [spawn(A, ?MODULE, acked_writer, [Self, {Round, W}, 1]) || W <- lists:seq(1, ?WRITERS)],
+    Acked1 = acks(Acked0, 200 + rand:uniform(600)),
+    _ = os:cmd("kill -9 " ++ rpc:call(A, os, getpid, [])),
+    wait_down(A),
+    %% Acknowledgements sent before the kill may still be on their way.
+    timer:sleep(200),
+    Acked = flush_acks(Acked1),
+    Deleted = maps:size(maps:filter(fun(_, V) -> V =:= deleted end, Acked)),
+    report("kill -9, round ~b: ~b keys acknowledged (~b of them deleted)~n",
+           [Round, maps:size(Acked), Deleted]),
+    ?assert(Deleted > 0),
+    {_, A} = start_peer(NameA, DirA),
+    ok = rpc:call(A, mnesia, start, []),
+    ok = rpc:call(A, mnesia, wait_for_tables, [[k], 60000]),
+    Held = maps:from_list([{K, V} || {k, K, V} <- rpc:call(A, fraghash_redb_copies, select,
+                                                           [?ALIAS, k, [{'_', [], ['$_']}]])]),
+    Lost = maps:fold(fun(K, deleted, L) ->
+                             case maps:is_key(K, Held) of true -> [{back, K} | L]; false -> L end;
+                        ({ctr, _} = K, {counter, V}, L) ->
+                             case maps:find(K, Held) of
+                                 {ok, H} when H >= V, H =< V + 1 -> L;
+                                 Other -> [{K, {counter, V}, Other} | L]
+                             end;
+                        (K, V, L) ->
+                             case maps:find(K, Held) of {ok, V} -> L; Other -> [{K, V, Other} | L] end
+                     end, [], Acked),
+    ?assertEqual({Round, []}, {Round, Lost}),
+    Acked.
+
 %% @doc On a peer: transactions of three writes, each acknowledged to `To'
 %% once it returned; every fourth, a delete of an earlier key, acknowledged
-%% too. Runs until the node dies.
+%% too; and each time an increment of the writer's counter, acknowledged
+%% with the value it returned. Runs until the node dies.
 acked_writer(To, W, I) ->
     Keys = [{W, I, J} || J <- lists:seq(1, 3)],
     {atomic, ok} = mnesia:transaction(fun() -> [mnesia:write({k, K, I}) || K <- Keys], ok end),
@@ -470,6 +492,8 @@ acked_writer(To, W, I) ->
         _ ->
             ok
     end,
+    C = mnesia:dirty_update_counter(k, {ctr, W}, 1),
+    To ! {counter, {ctr, W}, C},
     acked_writer(To, W, I + 1).
 
 acks(Acked, 0) ->
@@ -477,7 +501,8 @@ acks(Acked, 0) ->
 acks(Acked, N) ->
     receive
         {written, Keys, V} -> acks(lists:foldl(fun(K, M) -> M#{K => V} end, Acked, Keys), N - 1);
-        {deleted, K} -> acks(Acked#{K => deleted}, N - 1)
+        {deleted, K} -> acks(Acked#{K => deleted}, N - 1);
+        {counter, K, V} -> acks(Acked#{K => {counter, V}}, N - 1)
     after 60000 ->
             error({no_acknowledgement_for_a_minute, maps:size(Acked)})
     end.
@@ -485,6 +510,7 @@ acks(Acked, N) ->
 flush_acks(Acked) ->
     receive
         {written, Keys, V} -> flush_acks(lists:foldl(fun(K, M) -> M#{K => V} end, Acked, Keys));
-        {deleted, K} -> flush_acks(Acked#{K => deleted})
+        {deleted, K} -> flush_acks(Acked#{K => deleted});
+        {counter, K, V} -> flush_acks(Acked#{K => {counter, V}})
     after 0 -> Acked
     end.
