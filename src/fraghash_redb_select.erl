@@ -17,8 +17,9 @@
 %% to all clauses is read.</li>
 %% <li>`scan' otherwise: the whole table.</li>
 %% </ul>
-%% Ranges and scans read chunks of {@link fraghash_redb_copies:chunk/0}
-%% records and run the compiled match spec on each record; a continuation
+%% Scans read chunks of {@link fraghash_redb_copies:chunk/0} records; a
+%% range starts with 16 and grows the chunk fourfold up to that size. The
+%% compiled match spec runs on each record; a continuation
 %% resumes after the last record looked at, so a table written between two
 %% calls is read as it is then (as an ets table without `safe_fixtable').
 %%
@@ -29,7 +30,13 @@
 
 -export([select/4, select/1, repair_continuation/2, plan/2]).
 
--record(sel, {name, keypos, ms, cms, limit, prefix = <<>>, start = edge, pending = []}).
+%% The first chunk of a range: most ranges (an index value, a key's
+%% leading part) hold a few records, and a chunk reads its records' values
+%% whole; each next chunk is four times larger, up to the chunk size.
+-define(FIRST_RANGE_CHUNK, 16).
+
+-record(sel, {name, keypos, ms, cms, limit, prefix = <<>>, start = edge, pending = [],
+              chunk = fraghash_redb_copies:chunk()}).
 
 %% @doc Up to `Limit' (`infinity' for all) matches of `MS' in table `Name'
 %% (records keyed in position `KeyPos'), and a continuation; or
@@ -41,7 +48,7 @@ select(Name, KeyPos, MS, Limit) when Limit =:= infinity; is_integer(Limit), Limi
         {keys, Keys} ->
             from_pending(S#sel{start = done, pending = matches_of_keys(S, Keys)});
         {prefix, Prefix} ->
-            scan(S#sel{prefix = Prefix, start = {at, Prefix}}, [], 0);
+            scan(S#sel{prefix = Prefix, start = {at, Prefix}, chunk = ?FIRST_RANGE_CHUNK}, [], 0);
         scan ->
             scan(S, [], 0)
     end.
@@ -175,10 +182,10 @@ matches_of_keys(#sel{name = Name, cms = CMS}, Keys) ->
 %% Chunks from S#sel.start until Limit matches, the end of the table or
 %% the end of the prefix's range; the continuation resumes after the last
 %% record looked at.
-scan(#sel{name = Name, start = Start, limit = Limit, cms = CMS, prefix = Prefix} = S, Acc, N) ->
+scan(#sel{name = Name, start = Start, limit = Limit, cms = CMS, prefix = Prefix,
+          chunk = Chunk} = S, Acc, N) ->
     Db = fraghash_redb_db:handle(),
-    {ok, Items, More} = check(fraghash_redb_nif:chunk(Db, Name, Start, forward,
-                                                       fraghash_redb_copies:chunk())),
+    {ok, Items, More} = check(fraghash_redb_nif:chunk(Db, Name, Start, forward, Chunk)),
     {Acc2, N2, Last, Rest, Past} = run(Items, CMS, Prefix, Acc, N, Limit, none),
     case Past orelse (Rest =:= [] andalso More =:= done) of
         true when Acc2 =:= [] ->
@@ -186,7 +193,8 @@ scan(#sel{name = Name, start = Start, limit = Limit, cms = CMS, prefix = Prefix}
         true ->
             {lists:reverse(Acc2), S#sel{start = done}};
         false ->
-            S2 = S#sel{start = {'after', Last}},
+            S2 = S#sel{start = {'after', Last},
+                       chunk = min(Chunk * 4, fraghash_redb_copies:chunk())},
             case is_integer(Limit) andalso N2 >= Limit of
                 true -> {lists:reverse(Acc2), S2};
                 false -> scan(S2, Acc2, N2)
