@@ -470,7 +470,9 @@ kill9(Rounds) ->
 %% a random number of acknowledgements, restarted, and must hold every
 %% write and delete acknowledged so far, in this round or before; each
 %% writer's counter at least its last acknowledged value and at most one
-%% more (an increment applied whose acknowledgement the kill stopped).
+%% more (an increment applied whose acknowledgement the kill stopped); a
+%% key whose delete may have been under way, its value or nothing (see
+%% ack/2).
 kill_round(NameA, DirA, A, Round, Acked0) ->
     Self = self(),
     _ = [spawn(A, ?MODULE, acked_writer, [Self, {Round, W}, 1]) || W <- lists:seq(1, ?WRITERS)],
@@ -491,6 +493,12 @@ kill_round(NameA, DirA, A, Round, Acked0) ->
                                                            [?ALIAS, k, [{'_', [], ['$_']}]])]),
     Lost = maps:fold(fun(K, deleted, L) ->
                              case maps:is_key(K, Held) of true -> [{back, K} | L]; false -> L end;
+                        (K, {maybe_deleted, V}, L) ->
+                             case maps:find(K, Held) of
+                                 {ok, V} -> L;
+                                 error -> L;
+                                 Other -> [{K, {maybe_deleted, V}, Other} | L]
+                             end;
                         ({ctr, _} = K, {counter, V}, L) ->
                              case maps:find(K, Held) of
                                  {ok, H} when H >= V, H =< V + 1 -> L;
@@ -509,34 +517,46 @@ kill_round(NameA, DirA, A, Round, Acked0) ->
 acked_writer(To, W, I) ->
     Keys = [{W, I, J} || J <- lists:seq(1, 3)],
     {atomic, ok} = mnesia:transaction(fun() -> [mnesia:write({k, K, I}) || K <- Keys], ok end),
-    To ! {written, Keys, I},
+    To ! {acked, {written, Keys, I}},
     case I rem 4 of
         0 ->
             Old = {W, I - 2, 1},
             {atomic, ok} = mnesia:transaction(fun() -> mnesia:delete({k, Old}) end),
-            To ! {deleted, Old};
+            To ! {acked, {deleted, Old}};
         _ ->
             ok
     end,
     C = mnesia:dirty_update_counter(k, {ctr, W}, 1),
-    To ! {counter, {ctr, W}, C},
+    To ! {acked, {counter, {ctr, W}, C}},
     acked_writer(To, W, I + 1).
 
 acks(Acked, 0) ->
     Acked;
 acks(Acked, N) ->
     receive
-        {written, Keys, V} -> acks(lists:foldl(fun(K, M) -> M#{K => V} end, Acked, Keys), N - 1);
-        {deleted, K} -> acks(Acked#{K => deleted}, N - 1);
-        {counter, K, V} -> acks(Acked#{K => {counter, V}}, N - 1)
+        {acked, _} = Ack -> acks(ack(Ack, Acked), N - 1)
     after 60000 ->
             error({no_acknowledgement_for_a_minute, maps:size(Acked)})
     end.
 
 flush_acks(Acked) ->
     receive
-        {written, Keys, V} -> flush_acks(lists:foldl(fun(K, M) -> M#{K => V} end, Acked, Keys));
-        {deleted, K} -> flush_acks(Acked#{K => deleted});
-        {counter, K, V} -> flush_acks(Acked#{K => {counter, V}})
+        {acked, _} = Ack -> flush_acks(ack(Ack, Acked))
     after 0 -> Acked
     end.
+
+%% What the node must hold for a key: its value; `deleted'; `{counter, V}'
+%% (V or V + 1); `{maybe_deleted, V}' for a written key whose delete the
+%% writer may have begun (its next write was acknowledged, the delete not
+%% yet): V or nothing.
+ack({acked, {written, [{W, I, 1} | _] = Keys, V}}, Acked) ->
+    Written = lists:foldl(fun(K, M) -> M#{K => V} end, Acked, Keys),
+    Old = {W, I - 2, 1},
+    case I rem 4 =:= 0 andalso maps:find(Old, Written) of
+        {ok, OldV} when is_integer(OldV) -> Written#{Old => {maybe_deleted, OldV}};
+        _ -> Written
+    end;
+ack({acked, {deleted, K}}, Acked) ->
+    Acked#{K => deleted};
+ack({acked, {counter, K, V}}, Acked) ->
+    Acked#{K => {counter, V}}.
