@@ -39,6 +39,8 @@ redb_copies_test_() ->
                {timeout, ?T, {"an index follows its table", fun index/0}},
                {"a key that cannot be stored aborts the transaction", fun bad_key/0},
                {timeout, ?T, {"concurrent writers share syncs", fun group_commit/0}},
+               {timeout, ?T, {"backup, checkpoint, restore, change_table_copy_type, "
+                              "transform_table, slot", fun() -> tools(Dir) end}},
                {timeout, ?T, {"stop and start Mnesia: everything still there", fun restart/0}},
                {timeout, ?T, {"a corrupt fraghash.redb: Mnesia refuses to start, with the reason",
                               fun() -> corrupt(Dir) end}}]}
@@ -307,6 +309,44 @@ group_commit() ->
     ?assertEqual(400, C1 - C0),
     ?assert(K1 - K0 < C1 - C0),
     ?assertEqual(400, mnesia:table_info(gc, size)).
+
+tools(Dir) ->
+    ok = create(tools, ordered_set),
+    Recs = [{tools, K, K * 3} || K <- lists:seq(1, 60)],
+    {atomic, ok} = mnesia:transaction(fun() -> lists:foreach(fun mnesia:write/1, Recs) end),
+    ?assertEqual([[{tools, 1, 3}], [{tools, 60, 180}], '$end_of_table'],
+                 [mnesia:dirty_slot(tools, S) || S <- [0, 59, 60]]),
+    %% A backup, records deleted, the backup restored.
+    Backup = filename:join(Dir, "tools.bup"),
+    ok = mnesia:backup(Backup),
+    {atomic, ok} = mnesia:transaction(fun() -> [mnesia:delete({tools, K}) || K <- lists:seq(1, 20)],
+                                               ok end),
+    ?assertEqual({atomic, [tools]}, mnesia:restore(Backup, [{clear_tables, [tools]}, {default_op, skip_tables}])),
+    ?assertEqual(Recs, all(tools)),
+    %% A checkpoint retains what a later write changes (in a redb table of
+    %% its own while active).
+    {ok, cp, _} = mnesia:activate_checkpoint([{name, cp}, {max, [tools]}]),
+    ok = mnesia:dirty_write({tools, 7, changed}),
+    CpBackup = filename:join(Dir, "tools_cp.bup"),
+    ok = mnesia:backup_checkpoint(cp, CpBackup),
+    ok = mnesia:deactivate_checkpoint(cp),
+    ?assertEqual({atomic, [tools]}, mnesia:restore(CpBackup, [{clear_tables, [tools]}, {default_op, skip_tables}])),
+    ?assertEqual(Recs, all(tools)),
+    %% To disc_copies and back, then a new record shape.
+    {atomic, ok} = mnesia:change_table_copy_type(tools, node(), disc_copies),
+    ?assertEqual({disc_copies, Recs}, {mnesia:table_info(tools, storage_type), all(tools)}),
+    {atomic, ok} = mnesia:change_table_copy_type(tools, node(), redb_copies),
+    ?assertEqual({{ext, ?ALIAS, fraghash_redb_copies}, Recs},
+                 {mnesia:table_info(tools, storage_type), all(tools)}),
+    {atomic, ok} = mnesia:transform_table(tools, fun({tools, K, V}) -> {tools, K, V, K} end,
+                                          [key, val, extra]),
+    ?assertEqual([{tools, K, V, K} || {tools, K, V} <- Recs], all(tools)),
+    %% No redb table left behind by the checkpoint.
+    {ok, Names} = fraghash_redb_nif:tables(fraghash_redb_db:handle()),
+    ?assertEqual([], [N || {N, _} <- Names, binary:match(N, <<"x:">>) =:= {0, 2},
+                           element(2, binary_to_term(binary:decode_hex(
+                                                       binary:part(N, 2, byte_size(N) - 2))))
+                               =:= retainer]).
 
 tables() ->
     [T || T <- mnesia:system_info(tables),
