@@ -140,14 +140,37 @@ chunk() -> ?CHUNK.
 %% @private Index tables are rebuilt once per start: a kill between a
 %% record's write and its index rows' (separate calls from Mnesia) could
 %% leave an index behind its table, and nothing here could tell which.
+%%
+%% A missing `fraghash.redb' on a node whose schema says it holds tables of
+%% this type is refused rather than created empty: their records would be
+%% gone without a word.
 init_backend() ->
-    case fraghash_redb_db:ensure_started() of
-        ok ->
-            ok = ensure_info(),
-            write([{clear, ?INFO}]);
-        {error, _} = E ->
-            E
+    Path = fraghash_redb_db:path(),
+    case {filelib:is_file(Path), local_tables()} of
+        {false, [_ | _] = Tabs} ->
+            Text = io_lib:format("~ts is missing, but this node holds ~b redb_copies "
+                                 "table(s) (~0p): restore the file, or delete those copies "
+                                 "from another node", [Path, length(Tabs), Tabs]),
+            {error, {fraghash_redb, missing, Path, unicode:characters_to_binary(Text)}};
+        _ ->
+            case fraghash_redb_db:ensure_started() of
+                ok ->
+                    ok = ensure_info(),
+                    write([{clear, ?INFO}]);
+                {error, _} = E ->
+                    E
+            end
     end.
+
+%% The tables the schema puts on this node with this backend (known when
+%% Mnesia starts the backend: it has read the schema by then).
+local_tables() ->
+    Tabs = try mnesia_lib:val({schema, tables}) catch _:_ -> [] end,
+    [T || T <- Tabs, {{_Alias, ?MODULE}, Nodes} <- external_copies(T),
+          lists:member(node(), Nodes)].
+
+external_copies(Tab) ->
+    try mnesia_lib:val({Tab, external_copies}) catch _:_ -> [] end.
 
 %% @private
 add_aliases(Aliases) ->

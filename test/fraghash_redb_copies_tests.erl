@@ -405,11 +405,28 @@ corrupt(Dir) ->
     %% The same reason on demand, without Mnesia.
     ?assertMatch({error, {fraghash_redb, corrupt, Path, Msg}} when is_binary(Msg),
                  fraghash_redb_db:check_file(Path)),
+    %% No file at all: refused too (not created empty).
+    ok = file:delete(Path),
+    ?assertMatch({error, _}, quiet_start()),
+    ?assertNot(filelib:is_file(Path)),
     %% The file as it was: all back.
     ok = file:write_file(Path, Bytes),
     ok = mnesia:start(),
     ok = mnesia:wait_for_tables(tables(), 60000),
     ?assert(Before =:= snapshot()).
+
+%% Starts Mnesia with its log kept off the terminal, for a start that fails.
+quiet_start() ->
+    {ok, #{level := Level}} = logger:get_handler_config(default),
+    ok = logger:update_handler_config(default, level, none),
+    try
+        R = mnesia:start(),
+        wait_stopped(),
+        timer:sleep(500),
+        R
+    after
+        logger:update_handler_config(default, level, Level)
+    end.
 
 %% @doc A logger handler: sends each event's message to the test process.
 log(#{msg := Msg}, #{config := To}) ->
