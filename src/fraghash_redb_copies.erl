@@ -42,8 +42,8 @@
 %%
 %% At start, Mnesia replays the transactions still in its own log
 %% (`LATEST.LOG') into tables of this type. That log can be shorter than
-%% the table: its writes are cached for up to two seconds before they reach
-%% the file, so after a kill -9 it may hold a write but not a later delete
+%% the table: `disk_log' caches its writes (up to 64 KiB, for up to two
+%% seconds) before they reach the file, so after a kill -9 it may hold a write but not a later delete
 %% of the same key, which redb already holds; replaying it would bring the
 %% deleted record back (and count counters twice). So the backend ignores
 %% the replay: between `load_table(_, Tab, startup, _)' and the
@@ -63,8 +63,8 @@
 %% to a ground term it reads only those keys; when every clause binds a
 %% leading part of the key (`{user, 42, '_'}', `[$a | '_']') it reads only
 %% the range of keys starting so; otherwise it scans the table, in chunks
-%% of {@link chunk/0} records. `info(T, size)' is
-%% redb's count, O(1). `info(T, memory)' is 0: the records live in the
+%% of {@link chunk/0} records. `info(T, size)' is redb's count, kept in
+%% the table's root, O(1). `info(T, memory)' is 0: the records live in the
 %% file and in redb's page cache, not in Erlang memory. `slot/3' walks to
 %% the slot, O(slot).
 %%
@@ -233,9 +233,8 @@ sync_close_table(_Alias, _Tab) -> ok.
 
 %% @private
 delete_table(_Alias, Tab) ->
-    Db = fraghash_redb_db:handle(),
-    _ = fraghash_redb_nif:write(Db, [{delete, ?INFO, info_key(Tab)}], immediate),
-    case fraghash_redb_nif:delete_table(Db, name(Tab)) of
+    ok = write([{delete, ?INFO, info_key(Tab)}]),
+    case fraghash_redb_nif:delete_table(fraghash_redb_db:handle(), name(Tab)) of
         ok -> ok;
         {error, {no_such_table, _}} -> ok;
         Error -> check(Error)
