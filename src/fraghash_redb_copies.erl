@@ -51,6 +51,11 @@
 %% stays as redb committed it. The price: a kill between two records of one
 %% transaction leaves the first applied and not the second (the
 %% transaction never returned, so nobody was told it committed).
+%% A write that fails (a full disc, an I/O error) raises in the callback,
+%% and Mnesia, applying a commit, catches that and goes on: the
+%% transaction still returns `{atomic, ok}'. The backend logs each such
+%% failure at error level (file, reason); the line above holds for the
+%% writes that did not fail.
 %% Replicas on other nodes follow Mnesia's protocol: with
 %% `mnesia:sync_transaction/1' every replica has applied (and so synced)
 %% the transaction when it returns.
