@@ -14,6 +14,9 @@
 
 -import(fraghash_test_support, [scratch/0]).
 
+%% The term generator, for the backend's tests (fraghash_redb_copies_tests).
+-export([terms/1]).
+
 -define(TERMS, 4000).
 -define(PROBES, 1500).
 -define(SEED, {exsss, {20250611, 42, 7}}).
@@ -121,6 +124,11 @@ first_difference([], []) -> none;
 first_difference(A, B) -> {lists:sublist(A, 3), lists:sublist(B, 3)}.
 
 %%% Terms
+
+%% The special terms and `N' random ones, from the fixed seed.
+terms(N) ->
+    rand:seed(element(1, ?SEED), element(2, ?SEED)),
+    specials() ++ [gen(0) || _ <- lists:seq(1, N)].
 
 %% Terms that must be there whatever the seed gives.
 specials() ->

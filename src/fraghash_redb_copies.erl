@@ -1,0 +1,534 @@
+%% @doc A Mnesia storage backend on redb: tables of type `redb_copies'
+%% kept on disc in one redb database per node (`fraghash.redb' in Mnesia's
+%% directory), one redb table per Mnesia table (and per index).
+%%
+%% ```
+%% {atomic, ok} = fraghash_redb_copies:register(),   % once per schema
+%% {atomic, ok} = mnesia:create_table(t, [{redb_copies, [node()]},
+%%                                        {type, ordered_set}]).
+%% '''
+%%
+%% == What it stores ==
+%% Each record is stored under the order key of its key
+%% ({@link fraghash_redb_nif:order_key/1}: bytes whose order is Erlang's
+%% term order), its value the whole record as `term_to_binary/1'. Both
+%% `set' and `ordered_set' tables are stored so: `first/next/prev/last'
+%% walk an `ordered_set' in term order, and a `set' in the same order
+%% (which a `set' does not promise). Keys equal under `==' (`1' and `1.0')
+%% are one key, as in an ets `ordered_set' -- in a `set' too, where ets
+%% would keep two records. Pids, ports, references and funs cannot be keys
+%% (their order does not survive a restart), nor can keys whose order key
+%% passes 64 KiB: writing one aborts the transaction with
+%% `{fraghash_redb, unsupported_key | key_too_large, Tab, Key}'. `bag'
+%% tables are refused at `create_table': the transaction aborts with
+%% `{{fraghash_redb, bag_not_supported, Text}, Tab, _}'.
+%%
+%% == Durability ==
+%% Mnesia applies a committed transaction to a table of this type by
+%% calling {@link insert/3}, {@link delete/3} or {@link match_delete/3}
+%% once per record, in the committing process, before the transaction
+%% returns; it later drops its own log records without asking the backend.
+%% So the line is here: each of those calls returns only once its change is
+%% committed in redb with `immediate' durability (synced). When
+%% `mnesia:transaction/1' (or a dirty write) returns on a node that holds a
+%% `redb_copies' replica, every change it made to that replica is on disc;
+%% `mnesia:sync_log/0' is not needed for it. Concurrent committers share
+%% syncs: the node's writer ({@link fraghash_redb_db}) takes every write
+%% queued while it synced the last group into one redb transaction (group
+%% commit). A single committer pays one sync per record, so a transaction
+%% of N records costs N syncs; grouping one transaction's records into one
+%% redb transaction would need Mnesia to say where a commit ends, which the
+%% backend interface does not.
+%%
+%% At start, Mnesia replays the transactions still in its own log
+%% (`LATEST.LOG') into tables of this type. That log can be shorter than
+%% the table: `disk_log' caches its writes (up to 64 KiB, for up to two
+%% seconds) before they reach the file, so after a kill -9 it may hold a write but not a later delete
+%% of the same key, which redb already holds; replaying it would bring the
+%% deleted record back (and count counters twice). So the backend ignores
+%% the replay: between `load_table(_, Tab, startup, _)' and the
+%% `close_table/2' that ends it, writes to `Tab' are dropped, and the table
+%% stays as redb committed it. The price: a kill between two records of one
+%% transaction leaves the first applied and not the second (the
+%% transaction never returned, so nobody was told it committed).
+%% A write that fails (a full disc, an I/O error) raises in the callback,
+%% and Mnesia, applying a commit, catches that and goes on: the
+%% transaction still returns `{atomic, ok}'. The backend logs each such
+%% failure at error level (file, reason); the line above holds for the
+%% writes that did not fail.
+%% Replicas on other nodes follow Mnesia's protocol: with
+%% `mnesia:sync_transaction/1' every replica has applied (and so synced)
+%% the transaction when it returns.
+%%
+%% == Reads ==
+%% Readers call the NIF directly (dirty I/O schedulers), concurrently.
+%% `lookup' is one B-tree search. `first/last/next/prev' are one search
+%% each. `select' ({@link fraghash_redb_select}) compiles the match spec
+%% with `ets:match_spec_compile/1'; when every clause's head binds the key
+%% to a ground term it reads only those keys; when every clause binds a
+%% leading part of the key (`{user, 42, '_'}', `[$a | '_']') it reads only
+%% the range of keys starting so; otherwise it scans the table, in chunks
+%% of {@link chunk/0} records. `info(T, size)' is redb's count, kept in
+%% the table's root, O(1). `info(T, memory)' is 0: the records live in the
+%% file and in redb's page cache, not in Erlang memory. `slot/3' walks to
+%% the slot, O(slot).
+%%
+%% == Loading, replication ==
+%% A node loading a table from another receives it through Mnesia's
+%% standard protocol: the sender {@link select/4}s chunks, the receiver
+%% clears its copy and writes each chunk as one redb transaction.
+%%
+%% Indexes are stored as redb tables of `{{IndexValue, Key}}' rows
+%% (Mnesia's `ordered' index type); an index read reads the range of its
+%% value.
+%% Each index is rebuilt from its table when Mnesia starts (O(records)):
+%% its rows are written by calls apart from the record's, and a kill
+%% between them would leave it behind.
+-module(fraghash_redb_copies).
+-behaviour(mnesia_backend_type).
+
+-export([register/0, register/1, sync/0, chunk/0]).
+
+%% Backend management
+-export([init_backend/0, add_aliases/1, remove_aliases/1]).
+%% Schema level
+-export([semantics/2, check_definition/4, create_table/3, load_table/4, close_table/2,
+         sync_close_table/2, delete_table/2, info/3, real_suffixes/0, tmp_suffixes/0]).
+%% Table loading from another node
+-export([sender_init/4, sender_handle_info/5, receiver_first_message/4, receive_data/5,
+         receive_done/4]).
+%% Records
+-export([insert/3, delete/3, match_delete/3, lookup/3, first/2, last/2, next/3, prev/3,
+         select/1, select/3, select/4, repair_continuation/2, slot/3, update_counter/4,
+         fixtable/3, validate_key/6, validate_record/6, index_is_consistent/3,
+         is_index_consistent/2]).
+
+%% Records read per chunk by select and loading; bounds a reader's memory.
+-define(CHUNK, 500).
+-define(INFO, <<"fraghash:info">>).
+-define(ALIAS, redb_copies).
+
+%%% Convenience
+
+%% @doc Registers the backend as `redb_copies' in the schema (once per
+%% schema; `{atomic, ok}' also when it is there already).
+-spec register() -> {atomic, ok} | {aborted, term()}.
+register() ->
+    register(?ALIAS).
+
+%% @doc Registers the backend under alias `Alias'. On a node that joined
+%% a schema holding the alias already (`extra_db_nodes'), Mnesia does not
+%% start the backend: this call does, and returns `{atomic, ok}'.
+-spec register(atom()) -> {atomic, ok} | {aborted, term()}.
+register(Alias) ->
+    case mnesia:add_backend_type(Alias, ?MODULE) of
+        {aborted, {backend_type_already_exists, _}} ->
+            case add_aliases([Alias]) of
+                ok -> {atomic, ok};
+                {error, Why} -> {aborted, Why}
+            end;
+        Other ->
+            Other
+    end.
+
+%% @doc Syncs the node's database. Not needed for durability (every write
+%% is synced before it returns); kept for callers that want to say so.
+-spec sync() -> ok.
+sync() ->
+    ok = check(fraghash_redb_nif:sync(fraghash_redb_db:handle())).
+
+%% @doc Records read per chunk by `select' and table loading.
+chunk() -> ?CHUNK.
+
+%%% Backend management
+
+%% @private Index tables are rebuilt once per start: a kill between a
+%% record's write and its index rows' (separate calls from Mnesia) could
+%% leave an index behind its table, and nothing here could tell which.
+%%
+%% A missing `fraghash.redb' on a node whose schema says it holds tables of
+%% this type is refused rather than created empty: their records would be
+%% gone without a word.
+init_backend() ->
+    Path = fraghash_redb_db:path(),
+    case {filelib:is_file(Path), local_tables()} of
+        {false, [_ | _] = Tabs} ->
+            Text = io_lib:format("~ts is missing, but this node holds ~b redb_copies "
+                                 "table(s) (~0p): restore the file, or delete those copies "
+                                 "from another node", [Path, length(Tabs), Tabs]),
+            {error, {fraghash_redb, missing, Path, unicode:characters_to_binary(Text)}};
+        _ ->
+            case fraghash_redb_db:ensure_started() of
+                ok ->
+                    ok = ensure_info(),
+                    write([{clear, ?INFO}]);
+                {error, _} = E ->
+                    E
+            end
+    end.
+
+%% The tables the schema puts on this node with this backend (known when
+%% Mnesia starts the backend: it has read the schema by then).
+local_tables() ->
+    Tabs = try mnesia_lib:val({schema, tables}) catch _:_ -> [] end,
+    [T || T <- Tabs, {{_Alias, ?MODULE}, Nodes} <- external_copies(T),
+          lists:member(node(), Nodes)].
+
+external_copies(Tab) ->
+    try mnesia_lib:val({Tab, external_copies}) catch _:_ -> [] end.
+
+%% @private
+add_aliases(Aliases) ->
+    case fraghash_redb_db:ensure_started() of
+        ok -> _ = fraghash_redb_db:add_aliases(Aliases), ok;
+        {error, _} = E -> E
+    end.
+
+%% @private
+remove_aliases(Aliases) ->
+    fraghash_redb_db:remove_aliases(Aliases).
+
+%%% Schema level
+
+%% @private Storage is disc_only_copies: Mnesia keeps no ets copy, and
+%% replays its log into the table at start only.
+semantics(_Alias, storage) -> disc_only_copies;
+%% `bag' is listed so that check_definition/4 can refuse it with a reason
+%% of its own (Mnesia's own refusal says only `bad_type').
+semantics(_Alias, types) -> [set, ordered_set, bag];
+semantics(_Alias, index_types) -> [ordered];
+semantics(_Alias, _) -> undefined.
+
+%% @private
+check_definition(_Alias, _Tab, _Nodes, Props) ->
+    case proplists:get_value(type, Props, set) of
+        bag ->
+            {error, {fraghash_redb, bag_not_supported,
+                     <<"redb_copies stores one record per key: bag tables are not supported">>}};
+        _ ->
+            ok
+    end.
+
+%% @private Mnesia may call it more than once for a table (while preparing
+%% the schema change and when dumping it): a table already there is fine.
+create_table(_Alias, Tab, _Props) ->
+    ensure_table(Tab).
+
+%% @private A copy loaded from another node replaces the local one: it is
+%% emptied here, and filled by receive_data/5. Mnesia's log replay at start
+%% opens the table with reason `startup' and closes it when done: its
+%% writes are ignored meanwhile (see the module documentation).
+load_table(_Alias, Tab, {net_load, _}, _Cs) ->
+    replayed(Tab, false),
+    ok = ensure_table(Tab),
+    write([{clear, name(Tab)}]);
+load_table(_Alias, Tab, startup, _Cs) ->
+    replayed(Tab, true),
+    ensure_table(Tab);
+load_table(_Alias, Tab, _Reason, _Cs) ->
+    replayed(Tab, false),
+    ensure_table(Tab).
+
+%% @private The database stays open for the node's other tables.
+close_table(_Alias, Tab) ->
+    replayed(Tab, false).
+
+%% @private
+sync_close_table(_Alias, _Tab) -> ok.
+
+%% @private
+delete_table(_Alias, Tab) ->
+    ok = write([{delete, ?INFO, info_key(Tab)}]),
+    case fraghash_redb_nif:delete_table(fraghash_redb_db:handle(), name(Tab)) of
+        ok -> ok;
+        {error, {no_such_table, _}} -> ok;
+        Error -> check(Error)
+    end.
+
+%% @private
+info(_Alias, Tab, size) ->
+    {ok, N} = check(fraghash_redb_nif:size(fraghash_redb_db:handle(), name(Tab))),
+    N;
+info(_Alias, _Tab, memory) ->
+    0;
+info(_Alias, _Tab, _Item) ->
+    undefined.
+
+%% @private `mnesia:delete_schema/1' removes files with these suffixes.
+real_suffixes() -> [".redb"].
+
+%% @private
+tmp_suffixes() -> [].
+
+%%% Loading a table from another node
+
+%% @private
+sender_init(Alias, Tab, _RemoteStorage, _Pid) ->
+    {standard,
+     fun() -> select(Alias, Tab, [{'_', [], ['$_']}], ?CHUNK) end,
+     fun(Cont) -> select(Cont) end}.
+
+%% @private No message from the receiver is expected.
+sender_handle_info(_Msg, _Alias, _Tab, _ReceiverPid, Cont) ->
+    {fun(C) -> select(C) end, Cont}.
+
+%% @private
+receiver_first_message(_Pid, {first, Size}, _Alias, _Tab) ->
+    {Size, no_state}.
+
+%% @private One chunk, one redb transaction.
+receive_data(Data, _Alias, Tab, _Sender, State) ->
+    Name = name(Tab),
+    Pos = keypos(Tab),
+    ok = write([put_op(Name, Pos, Obj) || Obj <- Data]),
+    {more, State}.
+
+%% @private
+receive_done(_Alias, _Tab, _Sender, _State) ->
+    ok.
+
+%%% Records
+
+%% @private
+insert(_Alias, Tab, Obj) ->
+    case replaying(Tab) of
+        true -> ok;
+        false -> write([put_op(name(Tab), keypos(Tab), Obj)])
+    end.
+
+%% @private
+delete(_Alias, Tab, Key) ->
+    case {replaying(Tab), key_bin(Key)} of
+        {false, {ok, K}} -> write([{delete, name(Tab), K}]);
+        _ -> ok
+    end.
+
+%% @private A pattern that matches every record clears the table in one
+%% transaction; another scans for the matching keys and deletes them in
+%% transactions of up to chunk/0 keys.
+match_delete(_Alias, Tab, Pat) ->
+    case {replaying(Tab), wild(Pat, keypos(Tab))} of
+        {true, _} ->
+            ok;
+        {false, true} ->
+            write([{clear, name(Tab)}]);
+        {false, false} ->
+            Name = name(Tab),
+            Pos = keypos(Tab),
+            delete_matching(select(?ALIAS, Tab, [{Pat, [], ['$_']}], ?CHUNK), Name, Pos)
+    end.
+
+delete_matching('$end_of_table', _Name, _Pos) ->
+    ok;
+delete_matching({Recs, Cont}, Name, Pos) ->
+    ok = write([{delete, Name, order_key(element(Pos, R))} || R <- Recs]),
+    delete_matching(select(Cont), Name, Pos).
+
+%% @private
+lookup(_Alias, Tab, Key) ->
+    case key_bin(Key) of
+        {ok, K} ->
+            case check(fraghash_redb_nif:get(fraghash_redb_db:handle(), name(Tab), K)) of
+                {ok, V} -> [binary_to_term(V)];
+                not_found -> []
+            end;
+        none ->
+            []
+    end.
+
+%% @private
+first(_Alias, Tab) ->
+    key_of(Tab, fraghash_redb_nif:first(fraghash_redb_db:handle(), name(Tab))).
+
+%% @private
+last(_Alias, Tab) ->
+    key_of(Tab, fraghash_redb_nif:last(fraghash_redb_db:handle(), name(Tab))).
+
+%% @private
+next(_Alias, Tab, Key) ->
+    key_of(Tab, fraghash_redb_nif:next(fraghash_redb_db:handle(), name(Tab), order_key(Key))).
+
+%% @private
+prev(_Alias, Tab, Key) ->
+    key_of(Tab, fraghash_redb_nif:prev(fraghash_redb_db:handle(), name(Tab), order_key(Key))).
+
+%% @private Records are read from the last committed state: nothing to fix.
+fixtable(_Alias, _Tab, _Bool) -> true.
+
+%% @private
+slot(_Alias, Tab, Pos) when is_integer(Pos), Pos >= 0 ->
+    slot_walk(name(Tab), edge, Pos);
+slot(_Alias, _Tab, _Pos) ->
+    erlang:error(badarg).
+
+slot_walk(Name, Start, Pos) ->
+    Db = fraghash_redb_db:handle(),
+    case check(fraghash_redb_nif:chunk(Db, Name, Start, forward, ?CHUNK)) of
+        {ok, Items, _} when length(Items) > Pos ->
+            {_, V} = lists:nth(Pos + 1, Items),
+            [binary_to_term(V)];
+        {ok, Items, more} ->
+            {K, _} = lists:last(Items),
+            slot_walk(Name, {'after', K}, Pos - length(Items));
+        {ok, _, done} ->
+            '$end_of_table'
+    end.
+
+%% @private Raises `badarg' (an `error', which Mnesia catches to write the
+%% record itself) when there is no record or no integer in position 3.
+update_counter(Alias, Tab, Key, Incr) when is_integer(Incr) ->
+    case {replaying(Tab), key_bin(Key)} of
+        {true, _} ->
+            %% The replay's increment is in the table already.
+            case lookup(Alias, Tab, Key) of
+                [Rec] when is_integer(element(3, Rec)) -> element(3, Rec);
+                _ -> erlang:error(badarg)
+            end;
+        {false, {ok, K}} ->
+            case fraghash_redb_db:update_counter(name(Tab), K, Incr, 3) of
+                {ok, New} -> New;
+                {error, badarg} -> erlang:error(badarg);
+                {error, {Kind, Msg}} -> erlang:error({fraghash_redb, Kind, Msg})
+            end;
+        {false, none} ->
+            erlang:error(badarg)
+    end.
+
+%% @private Called in the transaction for reads and deletes by key.
+validate_key(_Alias, _Tab, RecName, Arity, Type, _Key) ->
+    {RecName, Arity, Type}.
+
+%% @private Called in the transaction for each write: a key that cannot be
+%% stored aborts it there, not later while Mnesia commits (where a failure
+%% would only be logged).
+validate_record(_Alias, Tab, RecName, Arity, Type, Obj) ->
+    Key = element(2, Obj),
+    try fraghash_redb_nif:order_key(Key) of
+        _ -> {RecName, Arity, Type}
+    catch
+        error:{fraghash_redb, Reason, _} -> mnesia:abort({fraghash_redb, Reason, Tab, Key})
+    end.
+
+%% @private
+index_is_consistent(_Alias, Tag, Bool) when is_boolean(Bool) ->
+    ok = ensure_info(),
+    write([{put, ?INFO, info_key(Tag), term_to_binary(Bool)}]).
+
+%% @private
+is_index_consistent(_Alias, Tag) ->
+    ok = ensure_info(),
+    case check(fraghash_redb_nif:get(fraghash_redb_db:handle(), ?INFO, info_key(Tag))) of
+        {ok, V} -> binary_to_term(V);
+        not_found -> false
+    end.
+
+%%% Select (fraghash_redb_select)
+
+%% @private
+select(Alias, Tab, MS) ->
+    case select(Alias, Tab, MS, infinity) of
+        '$end_of_table' -> [];
+        {Matches, _} -> Matches
+    end.
+
+%% @private Up to `Limit' matches in key order, and a continuation.
+select(_Alias, Tab, MS, Limit) ->
+    fraghash_redb_select:select(name(Tab), keypos(Tab), MS, Limit).
+
+%% @private
+select(Cont) ->
+    fraghash_redb_select:select(Cont).
+
+%% @private
+repair_continuation(Cont, MS) ->
+    fraghash_redb_select:repair_continuation(Cont, MS).
+
+%%% Helpers
+
+%% The redb table of Mnesia table `Tab' (an atom) or of one of its indexes
+%% or checkpoint retainers (a tuple tag).
+name(Tab) when is_atom(Tab) ->
+    <<"m:", (atom_to_binary(Tab, utf8))/binary>>;
+name(Tag) ->
+    <<"x:", (binary:encode_hex(term_to_binary(Tag)))/binary>>.
+
+%% Index rows are `{{IndexValue, Key}}': the key is the whole row's first
+%% element. Everything else is a record keyed in position 2.
+keypos({_, index, _}) -> 1;
+keypos(_) -> 2.
+
+info_key(Tag) ->
+    term_to_binary(Tag).
+
+ensure_table(Tab) ->
+    case fraghash_redb_nif:create_table(fraghash_redb_db:handle(), name(Tab),
+                                        term_to_binary(Tab)) of
+        ok -> ok;
+        {error, {table_exists, _}} -> ok;
+        Error -> check(Error)
+    end.
+
+ensure_info() ->
+    case fraghash_redb_nif:create_table(fraghash_redb_db:handle(), ?INFO, <<>>) of
+        ok -> ok;
+        {error, {table_exists, _}} -> ok;
+        Error -> check(Error)
+    end.
+
+put_op(Name, Pos, Obj) ->
+    {put, Name, order_key(element(Pos, Obj)), term_to_binary(Obj)}.
+
+order_key(Key) ->
+    fraghash_redb_nif:order_key(Key).
+
+%% A key that cannot be stored cannot be in the table either.
+key_bin(Key) ->
+    try {ok, fraghash_redb_nif:order_key(Key)}
+    catch error:{fraghash_redb, _, _} -> none
+    end.
+
+key_of(Tab, {ok, _K, V}) -> element(keypos(Tab), binary_to_term(V));
+key_of(_Tab, '$end_of_table') -> '$end_of_table';
+key_of(_Tab, Error) -> check(Error).
+
+%% A pattern every record of the table matches.
+wild('_', _Pos) -> true;
+wild(Pat, Pos) when is_tuple(Pat) ->
+    lists:all(fun({I, E}) -> E =:= '_' orelse (I =:= 1 andalso Pos =/= 1 andalso is_atom(E)
+                                                andalso not is_var(E)) end,
+              lists:zip(lists:seq(1, tuple_size(Pat)), tuple_to_list(Pat)));
+wild(_, _) -> false.
+
+%% A match spec variable ('$1', '$2', ...).
+is_var(A) ->
+    case atom_to_list(A) of
+        [$$ | Digits] when Digits =/= [] -> lists:all(fun(C) -> C >= $0 andalso C =< $9 end, Digits);
+        _ -> false
+    end.
+
+%% Mnesia ignores a failed write while it commits (it logs it only at its
+%% verbose level), so a failed write is logged here as an error, then
+%% raised.
+write(Ops) ->
+    case fraghash_redb_db:write(Ops) of
+        ok ->
+            ok;
+        {error, {Kind, Msg}} ->
+            logger:error("fraghash_redb: write to ~ts failed: ~p: ~ts",
+                         [fraghash_redb_db:path(), Kind, Msg]),
+            erlang:error({fraghash_redb, Kind, Msg})
+    end.
+
+%% Whether Mnesia's log replay at start is writing to `Tab'.
+replaying(Tab) ->
+    ets:member(fraghash_redb_replay, Tab).
+
+replayed(Tab, true) ->
+    true = ets:insert(fraghash_redb_replay, {Tab}),
+    ok;
+replayed(Tab, false) ->
+    true = ets:delete(fraghash_redb_replay, Tab),
+    ok.
+
+check({error, {Kind, Msg}}) -> erlang:error({fraghash_redb, Kind, Msg});
+check(Other) -> Other.

@@ -1,0 +1,245 @@
+%% @doc The node's redb database under the `redb_copies' Mnesia backend
+%% ({@link fraghash_redb_copies}): one process that opens `fraghash.redb'
+%% in Mnesia's directory, owns the handle, and applies every write.
+%%
+%% == Who does what ==
+%% Reads do not pass through this process: {@link handle/0} gives the open
+%% handle (kept in a `persistent_term'), and the caller reads with
+%% {@link fraghash_redb_nif} on a dirty I/O scheduler, concurrently with
+%% other readers and with the writer.
+%%
+%% Writes do pass through it, so that they can be grouped: {@link write/1}
+%% sends a list of ops and returns once they are committed with redb's
+%% `immediate' durability (synced to disc). While one group is being
+%% synced, later callers queue up in the mailbox; the next group takes all
+%% of them (up to {@link max_group/0} callers) into one redb transaction
+%% and one sync, and answers each. One caller alone pays one sync per call;
+%% N concurrent callers share it (group commit). If a group fails as a
+%% whole (one caller named a table deleted meanwhile, say), each caller's
+%% ops are retried alone, so that one bad write fails only its caller.
+%%
+%% {@link update_counter/4} reads and writes in this process, so that no
+%% other write falls between its read and its write.
+%%
+%% == Life ==
+%% Started under Mnesia's `mnesia_ext_sup' ({@link ensure_started/0}), so
+%% it stops with Mnesia; it traps exits and closes the database on the way
+%% out, which puts every committed write on disc (they already are) and
+%% releases the file for the next open. A file that cannot be opened
+%% (corrupt, not a database of this library, locked by another OS process)
+%% makes {@link ensure_started/0} return `{error, {fraghash_redb, Kind,
+%% Path, Message}}': one line, and the VM goes on.
+-module(fraghash_redb_db).
+-behaviour(gen_server).
+
+-export([ensure_started/0, stop/0, handle/0, path/0, write/1, update_counter/4,
+         add_aliases/1, remove_aliases/1, max_group/0, stats/0, check_file/1]).
+-export([start_link/1]).
+-export([init/1, handle_call/3, handle_cast/2, handle_info/2, terminate/2]).
+
+-define(HANDLE_KEY, {?MODULE, handle}).
+-define(DB_FILE, "fraghash.redb").
+%% Callers grouped into one transaction at most; bounds the latency a
+%% caller waiting in a full group adds to the others.
+-define(MAX_GROUP, 512).
+
+%% calls: write calls answered; commits: redb transactions they took.
+-record(st, {db, path, aliases = [], calls = 0, commits = 0}).
+
+%%% API
+
+%% @doc Starts the process (opening the database) unless it runs already.
+-spec ensure_started() -> ok | {error, term()}.
+ensure_started() ->
+    case whereis(?MODULE) of
+        Pid when is_pid(Pid) ->
+            ok;
+        undefined ->
+            Path = path(),
+            Opts = [{restart, transient}, {shutdown, 60000}],
+            case mnesia_ext_sup:start_proc(?MODULE, ?MODULE, start_link, [Path], Opts) of
+                {ok, _} -> ok;
+                {ok, _, _} -> ok;
+                {error, {already_started, _}} -> ok;
+                {error, {{fraghash_redb, _, _, _} = Why, _}} -> {error, Why};
+                {error, {fraghash_redb, _, _, _} = Why} -> {error, Why};
+                {error, Other} -> {error, {fraghash_redb, start_failed, Path, Other}}
+            end
+    end.
+
+%% @doc Whether the database file `Path' opens: `ok', or the reason it
+%% does not, as {@link ensure_started/0} gives it. For a node whose Mnesia
+%% does not start (Mnesia logs the reason but returns only `{error,
+%% {normal, _}}'); run it while that Mnesia is stopped (an open database
+%% is `locked').
+-spec check_file(file:filename()) -> ok | {error, {fraghash_redb, atom(), file:filename(), binary()}}.
+check_file(Path) ->
+    case fraghash_redb_nif:open(unicode:characters_to_binary(Path), #{create => false}) of
+        {ok, Db} -> fraghash_redb_nif:close(Db);
+        {error, {Kind, Msg}} -> {error, {fraghash_redb, Kind, Path, Msg}}
+    end.
+
+%% @doc Stops the process and closes the database (no-op if not running).
+-spec stop() -> ok.
+stop() ->
+    _ = (catch mnesia_ext_sup:stop_proc(?MODULE)),
+    %% Gone from the supervisor's children too: a later ensure_started/0
+    %% starts afresh rather than restarting an old child spec.
+    _ = (catch supervisor:delete_child(mnesia_ext_sup, ?MODULE)),
+    ok.
+
+%% @doc The path of the node's database file: `fraghash.redb' in Mnesia's
+%% directory.
+-spec path() -> file:filename().
+path() ->
+    filename:join(mnesia_monitor:get_env(dir), ?DB_FILE).
+
+%% @doc The open database handle; raises `{fraghash_redb, closed, _}' when
+%% no database is open on this node.
+-spec handle() -> fraghash_redb_nif:db().
+handle() ->
+    case persistent_term:get(?HANDLE_KEY, undefined) of
+        undefined -> erlang:error({fraghash_redb, closed, <<"the redb database is not open">>});
+        Db -> Db
+    end.
+
+%% @doc Commits `Ops' (see {@link fraghash_redb_nif:write/3}) durably:
+%% `ok' means on disc.
+-spec write([fraghash_redb_nif:op()]) -> ok | fraghash_redb_nif:error().
+write([]) ->
+    ok;
+write(Ops) ->
+    gen_server:call(?MODULE, {write, Ops}, infinity).
+
+%% @doc Adds `Incr' to the integer in position 3 of the record under
+%% `KeyBin' in table `Name' and commits durably; returns the new value.
+%% `{error, badarg}' when there is no such record or it holds no integer
+%% there (Mnesia then writes the record itself).
+-spec update_counter(binary(), binary(), integer(), pos_integer()) ->
+          {ok, integer()} | {error, term()}.
+update_counter(Name, KeyBin, Incr, Pos) ->
+    gen_server:call(?MODULE, {update_counter, Name, KeyBin, Incr, Pos}, infinity).
+
+%% @doc Records `Aliases' as users of the database.
+add_aliases(Aliases) ->
+    gen_server:call(?MODULE, {add_aliases, Aliases}, infinity).
+
+%% @doc Forgets `Aliases'; closes the database when none is left.
+remove_aliases(Aliases) ->
+    case whereis(?MODULE) of
+        undefined -> ok;
+        _ ->
+            case gen_server:call(?MODULE, {remove_aliases, Aliases}, infinity) of
+                [] -> stop();
+                _ -> ok
+            end
+    end.
+
+%% @doc Write calls answered and redb transactions (syncs) they took since
+%% the database was opened: `commits' below `calls' means group commit
+%% shared syncs.
+-spec stats() -> #{calls := non_neg_integer(), commits := non_neg_integer()}.
+stats() ->
+    gen_server:call(?MODULE, stats, infinity).
+
+%% @doc The most callers one group commit takes.
+max_group() -> ?MAX_GROUP.
+
+%%% gen_server
+
+%% @private
+start_link(Path) ->
+    gen_server:start_link({local, ?MODULE}, ?MODULE, Path, []).
+
+%% @private
+init(Path) ->
+    process_flag(trap_exit, true),
+    ok = filelib:ensure_dir(Path),
+    case fraghash_redb_nif:open(unicode:characters_to_binary(Path), #{}) of
+        {ok, Db} ->
+            %% Tables whose log replay is under way (see
+            %% fraghash_redb_copies:load_table/4): owned here, so it lives
+            %% as long as the database is open.
+            _ = ets:new(fraghash_redb_replay, [named_table, public, set]),
+            persistent_term:put(?HANDLE_KEY, Db),
+            {ok, #st{db = Db, path = Path}};
+        {error, {Kind, Msg}} ->
+            {stop, {fraghash_redb, Kind, Path, Msg}}
+    end.
+
+%% @private
+handle_call({write, Ops}, From, #st{db = Db, calls = C, commits = K} = S) ->
+    Group = [{From, Ops} | drain(?MAX_GROUP - 1)],
+    Commits = commit_group(Db, Group),
+    {noreply, S#st{calls = C + length(Group), commits = K + Commits}};
+handle_call(stats, _From, #st{calls = C, commits = K} = S) ->
+    {reply, #{calls => C, commits => K}, S};
+handle_call({update_counter, Name, KeyBin, Incr, Pos}, _From, #st{db = Db} = S) ->
+    {reply, counter(Db, Name, KeyBin, Incr, Pos), S};
+handle_call({add_aliases, As}, _From, #st{aliases = Old} = S) ->
+    New = lists:usort(Old ++ As),
+    {reply, New, S#st{aliases = New}};
+handle_call({remove_aliases, As}, _From, #st{aliases = Old} = S) ->
+    New = Old -- As,
+    {reply, New, S#st{aliases = New}}.
+
+%% @private
+handle_cast(_Msg, S) ->
+    {noreply, S}.
+
+%% @private
+handle_info(_Msg, S) ->
+    {noreply, S}.
+
+%% @private
+terminate(_Reason, #st{db = Db}) ->
+    persistent_term:erase(?HANDLE_KEY),
+    _ = fraghash_redb_nif:close(Db),
+    ok.
+
+%%% Group commit
+
+%% Every write call already queued, oldest first, at most N.
+drain(0) ->
+    [];
+drain(N) ->
+    receive
+        {'$gen_call', From, {write, Ops}} -> [{From, Ops} | drain(N - 1)]
+    after 0 -> []
+    end.
+
+%% Commits the group, answers each caller; returns the transactions taken.
+commit_group(Db, [{From, Ops}]) ->
+    gen_server:reply(From, fraghash_redb_nif:write(Db, Ops, immediate)),
+    1;
+commit_group(Db, Group) ->
+    case fraghash_redb_nif:write(Db, lists:append([Ops || {_, Ops} <- Group]), immediate) of
+        ok ->
+            lists:foreach(fun({From, _}) -> gen_server:reply(From, ok) end, Group),
+            1;
+        {error, _} ->
+            %% Nothing of the group was written (one transaction): each
+            %% caller's ops alone, so that only the bad ones fail.
+            1 + lists:sum([commit_group(Db, [One]) || One <- Group])
+    end.
+
+counter(Db, Name, KeyBin, Incr, Pos) ->
+    case fraghash_redb_nif:get(Db, Name, KeyBin) of
+        {ok, Bin} ->
+            Rec = binary_to_term(Bin),
+            case tuple_size(Rec) >= Pos andalso element(Pos, Rec) of
+                Old when is_integer(Old) ->
+                    New = Old + Incr,
+                    Put = {put, Name, KeyBin, term_to_binary(setelement(Pos, Rec, New))},
+                    case fraghash_redb_nif:write(Db, [Put], immediate) of
+                        ok -> {ok, New};
+                        {error, _} = E -> E
+                    end;
+                _ ->
+                    {error, badarg}
+            end;
+        not_found ->
+            {error, badarg};
+        {error, _} = E ->
+            E
+    end.

@@ -1,0 +1,229 @@
+%% @doc `select' over a redb table of the `redb_copies' backend
+%% ({@link fraghash_redb_copies}): match specs run on records read from
+%% redb, in key order (Erlang's term order), with a limit and a
+%% continuation.
+%%
+%% == What is read ==
+%% {@link plan/2} chooses, from the heads of the match spec's clauses:
+%% <ul>
+%% <li>`{keys, Keys}' when every clause binds the key to a ground term:
+%% one lookup per distinct key, nothing else.</li>
+%% <li>`{prefix, Bytes}' when every clause binds a leading part of the key
+%% (`{user, 42, '_'}', `{{user, '$1'}, '_'}', `[$a, $b | '_']'): the keys
+%% matching it are exactly those whose order key starts with a prefix the
+%% clause fixes (order keys of tuples and lists are the concatenation of
+%% their elements' keys, none of which is the start of another, see
+%% `crates/fraghash-redb'), so only the range of the longest prefix common
+%% to all clauses is read.</li>
+%% <li>`scan' otherwise: the whole table.</li>
+%% </ul>
+%% Scans read chunks of {@link fraghash_redb_copies:chunk/0} records; a
+%% range starts with 16 and grows the chunk fourfold up to that size. The
+%% compiled match spec runs on each record; a continuation
+%% resumes after the last record looked at, so a table written between two
+%% calls is read as it is then (as an ets table without `safe_fixtable').
+%%
+%% Complexity: `keys', O(K log N); `prefix', O(log N + R) for R records in
+%% the range; `scan', O(N). A call with a limit L reads at most L matches
+%% and the records between them.
+-module(fraghash_redb_select).
+
+-export([select/4, select/1, repair_continuation/2, plan/2]).
+
+%% The first chunk of a range: most ranges (an index value, a key's
+%% leading part) hold a few records, and a chunk reads its records' values
+%% whole; each next chunk is four times larger, up to the chunk size.
+-define(FIRST_RANGE_CHUNK, 16).
+
+-record(sel, {name, keypos, ms, cms, limit, prefix = <<>>, start = edge, pending = [],
+              chunk = fraghash_redb_copies:chunk()}).
+
+%% @doc Up to `Limit' (`infinity' for all) matches of `MS' in table `Name'
+%% (records keyed in position `KeyPos'), and a continuation; or
+%% `'$end_of_table'' when there is none.
+select(Name, KeyPos, MS, Limit) when Limit =:= infinity; is_integer(Limit), Limit > 0 ->
+    S = #sel{name = Name, keypos = KeyPos, ms = MS, cms = ets:match_spec_compile(MS),
+             limit = Limit},
+    case plan(KeyPos, MS) of
+        {keys, Keys} ->
+            from_pending(S#sel{start = done, pending = matches_of_keys(S, Keys)});
+        {prefix, Prefix} ->
+            scan(S#sel{prefix = Prefix, start = {at, Prefix}, chunk = ?FIRST_RANGE_CHUNK}, [], 0);
+        scan ->
+            scan(S, [], 0)
+    end.
+
+%% @doc The next matches after a continuation.
+select('$end_of_table') ->
+    '$end_of_table';
+select(#sel{pending = [_ | _]} = S) ->
+    from_pending(S);
+select(#sel{start = done}) ->
+    '$end_of_table';
+select(#sel{} = S) ->
+    scan(S, [], 0).
+
+%% @doc A continuation kept across a process or node boundary has lost its
+%% compiled match spec: it is compiled again.
+repair_continuation(#sel{ms = MS} = S, _MS) ->
+    S#sel{cms = ets:match_spec_compile(MS)};
+repair_continuation(Cont, _MS) ->
+    Cont.
+
+%% @doc What a select of `MS' reads in a table keyed in position `KeyPos'
+%% (see the module documentation).
+-spec plan(pos_integer(), ets:match_spec()) -> {keys, [term()]} | {prefix, binary()} | scan.
+plan(KeyPos, MS) ->
+    Pats = [key_pattern(Head, KeyPos) || {Head, _, _} <- MS],
+    case Pats =/= [] andalso lists:all(fun(P) -> P =/= none andalso ground(P) end, Pats) of
+        true ->
+            {keys, lists:usort(Pats)};
+        false ->
+            Prefixes = [prefix(P) || P <- Pats],
+            case common_prefix(Prefixes) of
+                <<>> -> scan;
+                Prefix -> {prefix, Prefix}
+            end
+    end.
+
+%%% Plans
+
+%% The key's part of a clause head; `none' when the head fixes nothing
+%% there (a variable, `'_'', not a tuple).
+key_pattern(Head, Pos) when is_tuple(Head), tuple_size(Head) >= Pos ->
+    element(Pos, Head);
+key_pattern(_, _) ->
+    none.
+
+ground('_') -> false;
+ground(A) when is_atom(A) -> not is_var(A);
+ground([H | T]) -> ground(H) andalso ground(T);
+ground(T) when is_tuple(T) -> ground(tuple_to_list(T));
+ground(M) when is_map(M) -> ground(maps:to_list(M));
+ground(_) -> true.
+
+is_var(A) ->
+    case atom_to_list(A) of
+        [$$ | Digits] when Digits =/= [] -> lists:all(fun(C) -> C >= $0 andalso C =< $9 end, Digits);
+        _ -> false
+    end.
+
+%% The bytes the order key of every term matching pattern `P' starts with.
+%% A ground term: its whole key. A tuple: its tag and size, the keys of
+%% its leading ground elements, then the prefix of the first other one
+%% (found by encoding the tuple with that element and the rest replaced by
+%% `0', and cutting as many keys of `0' off the end). A list `[H | T]' the
+%% same way, H then T. Anything else: nothing.
+prefix(none) ->
+    <<>>;
+prefix(P) ->
+    case ground(P) of
+        true ->
+            try fraghash_redb_nif:order_key(P)
+            catch error:{fraghash_redb, _, _} -> <<>>
+            end;
+        false ->
+            open_prefix(P)
+    end.
+
+open_prefix(T) when is_tuple(T), tuple_size(T) > 0 ->
+    Elems = tuple_to_list(T),
+    {Ground, [Open | Rest]} = lists:splitwith(fun ground/1, Elems),
+    Filled = list_to_tuple(Ground ++ [0 || _ <- [Open | Rest]]),
+    <<(cut(Filled, 1 + length(Rest)))/binary, (prefix(Open))/binary>>;
+open_prefix([H | T]) ->
+    case ground(H) of
+        true -> <<(cut([H | 0], 1))/binary, (prefix(T))/binary>>;
+        false -> <<(cut([0 | 0], 2))/binary, (prefix(H))/binary>>
+    end;
+open_prefix(_) ->
+    <<>>.
+
+%% The order key of `Filled' without its last `N' keys of `0'.
+cut(Filled, N) ->
+    try fraghash_redb_nif:order_key(Filled) of
+        Key ->
+            Zero = byte_size(fraghash_redb_nif:order_key(0)),
+            binary:part(Key, 0, byte_size(Key) - N * Zero)
+    catch
+        error:{fraghash_redb, _, _} -> <<>>
+    end.
+
+common_prefix([]) ->
+    <<>>;
+common_prefix([P]) ->
+    P;
+common_prefix(Ps) ->
+    case lists:member(<<>>, Ps) of
+        true -> <<>>;
+        false -> binary:part(hd(Ps), 0, binary:longest_common_prefix(Ps))
+    end.
+
+%%% Reading
+
+from_pending(#sel{pending = []}) ->
+    '$end_of_table';
+from_pending(#sel{pending = P, limit = infinity} = S) ->
+    {P, S#sel{pending = []}};
+from_pending(#sel{pending = P, limit = L} = S) when length(P) =< L ->
+    {P, S#sel{pending = []}};
+from_pending(#sel{pending = P, limit = L} = S) ->
+    {Now, Later} = lists:split(L, P),
+    {Now, S#sel{pending = Later}}.
+
+%% In key order, as a scan would give them.
+matches_of_keys(#sel{name = Name, cms = CMS}, Keys) ->
+    Db = fraghash_redb_db:handle(),
+    KBs = lists:usort([K || {ok, K} <- [key_bin(Key) || Key <- Keys]]),
+    Recs = [binary_to_term(V) || K <- KBs,
+                                 {ok, V} <- [check(fraghash_redb_nif:get(Db, Name, K))]],
+    ets:match_spec_run(Recs, CMS).
+
+%% Chunks from S#sel.start until Limit matches, the end of the table or
+%% the end of the prefix's range; the continuation resumes after the last
+%% record looked at.
+scan(#sel{name = Name, start = Start, limit = Limit, cms = CMS, prefix = Prefix,
+          chunk = Chunk} = S, Acc, N) ->
+    Db = fraghash_redb_db:handle(),
+    {ok, Items, More} = check(fraghash_redb_nif:chunk(Db, Name, Start, forward, Chunk)),
+    {Acc2, N2, Last, Rest, Past} = run(Items, CMS, Prefix, Acc, N, Limit, none),
+    case Past orelse (Rest =:= [] andalso More =:= done) of
+        true when Acc2 =:= [] ->
+            '$end_of_table';
+        true ->
+            {lists:reverse(Acc2), S#sel{start = done}};
+        false ->
+            S2 = S#sel{start = {'after', Last},
+                       chunk = min(Chunk * 4, fraghash_redb_copies:chunk())},
+            case is_integer(Limit) andalso N2 >= Limit of
+                true -> {lists:reverse(Acc2), S2};
+                false -> scan(S2, Acc2, N2)
+            end
+    end.
+
+%% -> {Matches, Count, LastKeyLookedAt, NotLookedAt, PastThePrefix}
+run(Items, _CMS, _Prefix, Acc, N, Limit, Last) when is_integer(Limit), N >= Limit ->
+    {Acc, N, Last, Items, false};
+run([], _CMS, _Prefix, Acc, N, _Limit, Last) ->
+    {Acc, N, Last, [], false};
+run([{K, V} | Rest], CMS, Prefix, Acc, N, Limit, Last) ->
+    case has_prefix(K, Prefix) of
+        false ->
+            {Acc, N, Last, [], true};
+        true ->
+            case ets:match_spec_run([binary_to_term(V)], CMS) of
+                [] -> run(Rest, CMS, Prefix, Acc, N, Limit, K);
+                [R] -> run(Rest, CMS, Prefix, [R | Acc], N + 1, Limit, K)
+            end
+    end.
+
+has_prefix(_K, <<>>) -> true;
+has_prefix(K, P) -> binary:longest_common_prefix([K, P]) =:= byte_size(P).
+
+key_bin(Key) ->
+    try {ok, fraghash_redb_nif:order_key(Key)}
+    catch error:{fraghash_redb, _, _} -> none
+    end.
+
+check({error, {Kind, Msg}}) -> erlang:error({fraghash_redb, Kind, Msg});
+check(Other) -> Other.
