@@ -33,9 +33,8 @@
 
 -type digest() :: <<_:128>>.
 -type change() :: {digest(), binary(), [pos_integer()], [pos_integer()]}.
--type source() :: env_fraghash_nif_dir | application_priv_dir | beside_ebin.
--type tried() :: [{source(), file:filename(),
-                   not_found | {load_failed, atom(), string()}}].
+-type source() :: fraghash_nif_load:source().
+-type tried() :: fraghash_nif_load:tried().
 %% What `fraghash_lookup' publishes for a state (`lookup_table/2').
 -type lookup_table() :: {words, 0..29, binary()} | none.
 %% What a hash state carries of its own lookup (`inline_table/2').
@@ -44,58 +43,14 @@
 -export_type([digest/0, change/0, source/0, tried/0, lookup_table/0, inline/0]).
 
 %% Loads the library from the first candidate directory that holds one that
-%% loads. Always `ok': a module that failed to load would leave Mnesia with
-%% `undef' errors that name no cause, while the stubs below name it.
+%% loads (`fraghash_nif_load'). Always `ok': a module that failed to load
+%% would leave Mnesia with `undef' errors that name no cause, while the
+%% stubs below name it.
 -spec init() -> ok.
 init() ->
-    Status = try_load(candidates(), []),
-    persistent_term:put(?STATUS_KEY, Status),
+    persistent_term:put(?STATUS_KEY,
+                        fraghash_nif_load:load(?LIB, fun(Path) -> erlang:load_nif(Path, 0) end)),
     ok.
-
-try_load([], Tried) ->
-    {not_loaded, lists:reverse(Tried)};
-try_load([{Source, Dir} | Rest], Tried) ->
-    Path = filename:join(Dir, ?LIB),
-    case filelib:is_regular(Path ++ ".so") of
-        false ->
-            try_load(Rest, [{Source, Path ++ ".so", not_found} | Tried]);
-        true ->
-            case erlang:load_nif(Path, 0) of
-                ok ->
-                    {loaded, Path ++ ".so", lists:reverse(Tried)};
-                {error, {Reason, Text}} ->
-                    Why = {load_failed, Reason, Text},
-                    try_load(Rest, [{Source, Path ++ ".so", Why} | Tried])
-            end
-    end.
-
-%% The candidate directories, in order, without repeats.
-candidates() ->
-    Env = case os:getenv("FRAGHASH_NIF_DIR") of
-              Dir when is_list(Dir), Dir =/= "" -> [{env_fraghash_nif_dir, Dir}];
-              _ -> []
-          end,
-    App = case code:priv_dir(fraghash) of
-              Priv when is_list(Priv) -> [{application_priv_dir, Priv}];
-              _ -> []
-          end,
-    Beside = case code:which(?MODULE) of
-                 Beam when is_list(Beam), Beam =/= "" ->
-                     Ebin = filename:dirname(Beam),
-                     [{beside_ebin, filename:join(filename:dirname(Ebin), "priv")}];
-                 _ ->
-                     []
-             end,
-    dedup(Env ++ App ++ Beside, []).
-
-dedup([], Seen) ->
-    lists:reverse(Seen);
-dedup([{_, Dir} = C | Rest], Seen) ->
-    Abs = filename:absname(Dir),
-    case lists:any(fun({_, D}) -> filename:absname(D) =:= Abs end, Seen) of
-        true -> dedup(Rest, Seen);
-        false -> dedup(Rest, [C | Seen])
-    end.
 
 %% @doc Whether the NIF is loaded: `{loaded, Path, Tried}' with the
 %% candidates skipped before it, or `{not_loaded, Tried}'.

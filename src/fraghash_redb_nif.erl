@@ -51,56 +51,16 @@
 
 %%% Loading
 
+%% Loads the library as `fraghash_nif' loads its own (`fraghash_nif_load').
 -spec init() -> ok.
 init() ->
-    Status = try_load(candidates(), []),
-    persistent_term:put(?STATUS_KEY, Status),
+    persistent_term:put(?STATUS_KEY,
+                        fraghash_nif_load:load(?LIB, fun(Path) -> erlang:load_nif(Path, 0) end)),
     ok.
-
-try_load([], Tried) ->
-    {not_loaded, lists:reverse(Tried)};
-try_load([{Source, Dir} | Rest], Tried) ->
-    Path = filename:join(Dir, ?LIB),
-    case filelib:is_regular(Path ++ ".so") of
-        false ->
-            try_load(Rest, [{Source, Path ++ ".so", not_found} | Tried]);
-        true ->
-            case erlang:load_nif(Path, 0) of
-                ok ->
-                    {loaded, Path ++ ".so", lists:reverse(Tried)};
-                {error, {Reason, Text}} ->
-                    Why = {load_failed, Reason, Text},
-                    try_load(Rest, [{Source, Path ++ ".so", Why} | Tried])
-            end
-    end.
-
-candidates() ->
-    Env = case os:getenv("FRAGHASH_NIF_DIR") of
-              Dir when is_list(Dir), Dir =/= "" -> [{env_fraghash_nif_dir, Dir}];
-              _ -> []
-          end,
-    App = case code:priv_dir(fraghash) of
-              Priv when is_list(Priv) -> [{application_priv_dir, Priv}];
-              _ -> []
-          end,
-    Beside = case code:which(?MODULE) of
-                 Beam when is_list(Beam), Beam =/= "" ->
-                     Ebin = filename:dirname(Beam),
-                     [{beside_ebin, filename:join(filename:dirname(Ebin), "priv")}];
-                 _ ->
-                     []
-             end,
-    lists:foldl(fun({_, D} = C, Acc) ->
-                        Abs = filename:absname(D),
-                        case lists:any(fun({_, E}) -> filename:absname(E) =:= Abs end, Acc) of
-                            true -> Acc;
-                            false -> Acc ++ [C]
-                        end
-                end, [], Env ++ App ++ Beside).
 
 %% @doc Whether the NIF is loaded: `{loaded, Path, Tried}' with the
 %% candidates skipped before it, or `{not_loaded, Tried}'.
--spec load_status() -> {loaded, file:filename(), list()} | {not_loaded, list()}.
+-spec load_status() -> fraghash_nif_load:status().
 load_status() ->
     persistent_term:get(?STATUS_KEY, {not_loaded, []}).
 
