@@ -629,7 +629,9 @@ text(S) -> try unicode:characters_to_list(S) catch _:_ -> io_lib:format("~0tp", 
 %% `min', `max', `max_over_mean', and `fragments', one map per fragment
 %% (`fragment', `table', `records', `bytes', `storage', `node'). Bytes are
 %% memory for `ram_copies' and `disc_copies' fragments, the file for
-%% `disc_only_copies' ones. Each fragment is measured where Mnesia reads
+%% `disc_only_copies' ones, and the records' bytes in the database for
+%% `redb_copies' ones (keys and values as stored; `storage' is then
+%% `{ext, redb_copies, fraghash_redb_copies}'). Each fragment is measured where Mnesia reads
 %% it; the counts are Mnesia's, so they are exact only while nobody writes.
 -spec distribution(atom()) -> map() | {error, {fraghash, no_such_table, string()}}.
 distribution(Tab) ->
@@ -707,9 +709,12 @@ fragment_size(Frag) ->
     Storage = mnesia:table_info(Frag, storage_type),
     Records = mnesia:table_info(Frag, size),
     Memory = mnesia:table_info(Frag, memory),
+    %% ets reports words; dets and the storage backends (redb_copies),
+    %% bytes on disc.
     Bytes = case Storage of
-                disc_only_copies -> Memory;
-                _ -> Memory * erlang:system_info(wordsize)
+                disc_copies -> Memory * erlang:system_info(wordsize);
+                ram_copies -> Memory * erlang:system_info(wordsize);
+                _ -> Memory
             end,
     {Records, Bytes, Storage}.
 

@@ -7,7 +7,7 @@
 -module(fraghash_frag_recovery).
 
 -export([recover/2, finish_add/2, finish_add/3, finish_del/2, undo_copies/2,
-         remove_leftover_files/1]).
+         remove_leftover_files/1, remove_local_leftovers/1]).
 
 -import(fraghash_tab, [batches/2, durable/2, step/2, frag_name/2, hash/1]).
 
@@ -266,18 +266,28 @@ delete_stale(Tab, Items) ->
 drop_orphan(Frag) ->
     fraghash_grow_schema:drop_orphan(Frag).
 
-%% @doc Deletes the files a table named `Frag' left in Mnesia's directory,
-%% when Mnesia has no such table: a fragment created again under the same
-%% number must start from nothing (Mnesia would otherwise read, or dump
-%% over, the old files).
+%% @doc Deletes what a table named `Frag' left on every running node of
+%% the cluster, when Mnesia has no such table: its files in Mnesia's
+%% directory and its tables in the node's `redb_copies' database. A
+%% fragment created again under the same number must start from nothing
+%% (Mnesia would otherwise read, or dump over, the old files, and the
+%% backend would open the old records as the new table's). A node that is
+%% down keeps its leftovers, but no fragment can be created with a copy on
+%% a node that is down, and this runs again before the next one is.
 -spec remove_leftover_files(atom()) -> ok.
 remove_leftover_files(Frag) ->
     case lists:member(Frag, mnesia:system_info(tables)) of
         true ->
             ok;
         false ->
-            Dir = mnesia:system_info(directory),
-            [_ = file:delete(filename:join(Dir, atom_to_list(Frag) ++ Ext))
-             || Ext <- ?FILE_EXTS],
+            [_ = rpc:call(Node, ?MODULE, remove_local_leftovers, [Frag])
+             || Node <- mnesia:system_info(running_db_nodes)],
             ok
     end.
+
+%% @doc {@link remove_leftover_files/1} on this node.
+-spec remove_local_leftovers(atom()) -> ok.
+remove_local_leftovers(Frag) ->
+    Dir = mnesia:system_info(directory),
+    [_ = file:delete(filename:join(Dir, atom_to_list(Frag) ++ Ext)) || Ext <- ?FILE_EXTS],
+    fraghash_redb_copies:forget(Frag).

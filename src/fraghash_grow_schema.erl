@@ -43,30 +43,19 @@ foreigners(Tab) ->
 
 %% @doc Creates fragment `N + 1' of `Tab' and of each of its foreign-key
 %% tables on `Nodes' (as `mnesia:change_table_frag(Tab, {add_frag,
-%% Nodes})' places them) and keeps each table's hash state, which must be
-%% the one in `States' (`[{Table, State}]'): no key routes to the new
-%% fragments and no record moves.
--spec add_hidden(atom(), [node()], [{atom(), term()}]) -> {atomic, ok} | {aborted, term()}.
+%% Nodes})' places them, with the same storage as the table's other
+%% fragments, a storage backend's included) and keeps each table's hash
+%% state, which must be the one in `States' (`[{Table, State}]'): no key
+%% routes to the new fragments and no record moves.
+-spec add_hidden(atom(), [node() | {node(), non_neg_integer()}], [{atom(), term()}]) ->
+          {atomic, ok} | {aborted, term()}.
 add_hidden(Tab, Nodes, States) ->
     {_Mod, _State, N} = hash(Tab),
     transaction(
-      Tab,
       fun(TidTs) ->
               [ok = expect(T, State, N) || {T, State} <- States],
-              %% Mnesia builds the new fragments' tables (their nodes,
-              %% storage and properties); the hash modules are told to name
-              %% no fragment to scan, and whatever record moves Mnesia's
-              %% default module asks for are left out, as is its new state.
-              Ops = try
-                        put(fraghash_hidden_add, [T || {T, _} <- States]),
-                        put(fraghash_safe_path, Tab),
-                        mnesia_frag:change_table_frag(Tab, {add_frag, Nodes})
-                    after
-                        erase(fraghash_hidden_add),
-                        erase(fraghash_safe_path)
-                    end,
-              Kept = [keep_state(Op, States) || Op <- lists:append(Ops), element(2, Op) =/= rec],
-              mnesia_schema:insert_schema_ops(TidTs, Kept)
+              Ops = [hidden_fragment(T, State, N, Nodes) || {T, State} <- States],
+              mnesia_schema:insert_schema_ops(TidTs, lists:append(Ops))
       end).
 
 %% @doc Replaces each table's hash state (`{Table, From, To}' in
@@ -77,7 +66,6 @@ add_hidden(Tab, Nodes, States) ->
 switch(Tab, Changes, Frags, Check) ->
     {_Mod, _State, N} = hash(Tab),
     transaction(
-      Tab,
       fun(TidTs) ->
               [ok = expect(T, From, N) || {T, From, _To} <- Changes],
               [_ = mnesia_schema:get_tid_ts_and_lock(F, write) || F <- Frags],
@@ -103,7 +91,6 @@ drop_last(Tab, Changes, Frags, Check) ->
                                                    [Tab]))}};
         true ->
             transaction(
-              Tab,
               fun(TidTs) ->
                       [ok = expect(T, From, N) || {T, From, _To} <- Changes],
                       [_ = mnesia_schema:get_tid_ts_and_lock(F, write)
@@ -168,13 +155,17 @@ load_somewhere(Frag) ->
             end
     end.
 
-%% One schema transaction holding the schema and `Tab' write-locked, run
-%% by a process of its own: `mnesia_schema:schema_transaction/1' waits for
-%% its coordinator without a monitor, and when Mnesia stops under it (as a
+%% One schema transaction holding the schema write-locked, run by a
+%% process of its own. It takes no lock on the base table (fragment 1):
+%% the schema lock orders it against every other schema change, the
+%% growth path's own lock against other growth, and a change that reroutes
+%% keys locks the fragments they leave and enter itself; writers to the
+%% other fragments, fragment 1 among them, never wait for it.
+%% `mnesia_schema:schema_transaction/1' waits for its coordinator without a monitor, and when Mnesia stops under it (as a
 %% full disc makes it do) the coordinator can go without an answer. So the
 %% caller watches the transaction's process and Mnesia's controller, and
 %% answers `{aborted, {node_not_running, Node}}' when the controller goes.
-transaction(Tab, Fun) ->
+transaction(Fun) ->
     case whereis(mnesia_controller) of
         undefined ->
             {aborted, {node_not_running, node()}};
@@ -188,7 +179,6 @@ transaction(Tab, Fun) ->
                                   fun() ->
                                           TidTs = mnesia_schema:get_tid_ts_and_lock(schema,
                                                                                     write),
-                                          _ = mnesia_schema:get_tid_ts_and_lock(Tab, write),
                                           Fun(TidTs),
                                           ok
                                   end)})
@@ -219,16 +209,53 @@ expect(Tab, State, N) ->
                                           "then ~b): run it again", [Tab, N, N2]))})
     end.
 
-%% Mnesia's base-table op of an add, with the hash state put back.
-keep_state({op, change_table_frag, Change, TabDef}, States) ->
-    {name, T} = lists:keyfind(name, 1, TabDef),
-    {T, State} = lists:keyfind(T, 1, States),
-    {frag_properties, Props} = lists:keyfind(frag_properties, 1, TabDef),
-    Props2 = lists:keystore(hash_state, 1, Props, {hash_state, State}),
-    {op, change_table_frag, Change,
-     lists:keystore(frag_properties, 1, TabDef, {frag_properties, Props2})};
-keep_state(Op, _States) ->
-    Op.
+%% The ops that create fragment `N + 1' of `T' and give `T' `N + 1'
+%% fragments under the same hash state `State' (so no key routes to the
+%% new one). Mnesia's own add_frag (`mnesia_frag:make_add_frag/2') is not
+%% called: it would take a write lock on fragment 1 and on the fragments
+%% to split for the whole schema change, ask the hash module for moves
+%% that are dropped anyway, and, for a table on a storage backend, put a
+%% bare node where Mnesia 4.21.3 expects `{{Alias, Module}, Nodes}' (the
+%% new fragment's `create_table' then fails). The new fragment is placed
+%% as Mnesia places it: its copies in the base table's order (ram, disc,
+%% disc_only, then each backend alias), each on the next node of `Nodes'.
+hidden_fragment(T, State, N, Nodes) ->
+    New = fraghash_tab:frag_name(T, N + 1),
+    Def = mnesia_schema:cs2list(mnesia_lib:val({T, cstruct})),
+    Kinds = [ram_copies, disc_copies, disc_only_copies
+             | [Alias || {{Alias, _Mod}, _Nodes} <- mnesia_lib:val({T, external_copies})]],
+    Counts = [{Kind, length(copies(Def, Kind))} || Kind <- Kinds],
+    Placed = place(T, Counts, [node_of(Node) || Node <- Nodes]),
+    NewDef = [{name, New}, {frag_properties, [{base_table, T}]} | Placed]
+        ++ [Prop || {Key, _} = Prop <- Def,
+                    not lists:member(Key, [name, frag_properties | Kinds])],
+    [{op, change_table_frag, {add_frag, Nodes}, tab_def(T, State, N + 1)}
+     | mnesia_schema:make_create_table(mnesia_schema:list2cs(NewDef))].
+
+copies(Def, Kind) ->
+    case lists:keyfind(Kind, 1, Def) of
+        {Kind, Nodes} -> Nodes;
+        false -> []
+    end.
+
+%% `[{Kind, Nodes}]': each kind's copies on the next nodes of `Pool'.
+place(_T, [], _Pool) ->
+    [];
+place(T, [{Kind, Count} | Rest], Pool) when length(Pool) >= Count ->
+    {Mine, Pool2} = lists:split(Count, Pool),
+    Running = mnesia_lib:val({current, db_nodes}),
+    [mnesia:abort({not_active, T, Node}) || Node <- Mine, not lists:member(Node, Running)],
+    [{Kind, Mine} || Count > 0] ++ place(T, Rest, Pool2);
+place(T, _Counts, Pool) ->
+    mnesia:abort({fraghash, too_few_nodes,
+                  lists:flatten(
+                    io_lib:format("~s keeps more copies of each fragment than the ~b nodes "
+                                  "given for the new one: give as many nodes as a fragment "
+                                  "has copies", [T, length(Pool)]))}).
+
+%% `{add_frag, Nodes}' takes nodes or a `frag_dist' (`[{Node, Count}]').
+node_of({Node, _Count}) -> Node;
+node_of(Node) -> Node.
 
 %% The table definition of `Tab' (a new version) with hash state `State'
 %% and `N' fragments.

@@ -96,15 +96,7 @@ creating_as(#fraghash_state{table = M, n = MN}, Tab, _N) ->
 -spec add_frag(scheme(), fraghash_state:encoded()) ->
           {fraghash_state:encoded(), [pos_integer()], [pos_integer()]}.
 add_frag(Scheme, State) ->
-    #fraghash_state{table = Tab, n = N} = S = decode(Scheme, State),
-    Hidden = get(fraghash_hidden_add),
-    case is_list(Hidden) andalso lists:member(Tab, Hidden) of
-        %% fraghash_grow_schema:add_hidden/3 (for a table and its
-        %% foreign-key tables): a fragment no key routes to yet, so nothing
-        %% to scan and the state kept.
-        true -> {State, [], [N + 1]};
-        false -> add_decoded(Scheme, S)
-    end.
+    add_decoded(Scheme, decode(Scheme, State)).
 
 add_decoded(Scheme, #fraghash_state{scheme = Scheme, table = Tab, n = N, opts = Opts} = S) ->
     ok = refuse_unsafe_change(S, add_frag),

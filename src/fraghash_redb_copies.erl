@@ -69,8 +69,9 @@
 %% leading part of the key (`{user, 42, '_'}', `[$a | '_']') it reads only
 %% the range of keys starting so; otherwise it scans the table, in chunks
 %% of {@link chunk/0} records. `info(T, size)' is redb's count, kept in
-%% the table's root, O(1). `info(T, memory)' is 0: the records live in the
-%% file and in redb's page cache, not in Erlang memory. `slot/3' walks to
+%% the table's root, O(1). `info(T, memory)' is the bytes the records take in
+%% the file (keys and values, without page overhead), not Erlang memory:
+%% it walks the table's pages, O(table). `slot/3' walks to
 %% the slot, O(slot).
 %%
 %% == Loading, replication ==
@@ -87,7 +88,7 @@
 -module(fraghash_redb_copies).
 -behaviour(mnesia_backend_type).
 
--export([register/0, register/1, sync/0, chunk/0]).
+-export([register/0, register/1, sync/0, chunk/0, forget/1]).
 
 %% Backend management
 -export([init_backend/0, add_aliases/1, remove_aliases/1]).
@@ -236,6 +237,27 @@ close_table(_Alias, Tab) ->
 %% @private
 sync_close_table(_Alias, _Tab) -> ok.
 
+%% @doc Deletes this node's stored copy of table `Tab' and of its
+%% indexes, when the database is open here: for a table Mnesia no longer
+%% has whose deletion a kill cut short, so that a new table of the same
+%% name starts empty. Mnesia's own tables are never passed here.
+-spec forget(atom()) -> ok.
+forget(Tab) ->
+    case fraghash_redb_db:is_open() of
+        false ->
+            ok;
+        true ->
+            {ok, Stored} = check(fraghash_redb_nif:tables(fraghash_redb_db:handle())),
+            [ok = delete_table(?ALIAS, Tag) || {_Name, Props} <- Stored, Props =/= <<>>,
+                                                Tag <- [binary_to_term(Props)],
+                                                stored_for(Tag) =:= Tab],
+            ok
+    end.
+
+%% The table a stored table belongs to: itself, or the table it indexes.
+stored_for(Tab) when is_atom(Tab) -> Tab;
+stored_for(Tag) when is_tuple(Tag) -> element(1, Tag).
+
 %% @private
 delete_table(_Alias, Tab) ->
     ok = write([{delete, ?INFO, info_key(Tab)}]),
@@ -249,8 +271,9 @@ delete_table(_Alias, Tab) ->
 info(_Alias, Tab, size) ->
     {ok, N} = check(fraghash_redb_nif:size(fraghash_redb_db:handle(), name(Tab))),
     N;
-info(_Alias, _Tab, memory) ->
-    0;
+info(_Alias, Tab, memory) ->
+    {ok, Bytes} = check(fraghash_redb_nif:stored_bytes(fraghash_redb_db:handle(), name(Tab))),
+    Bytes;
 info(_Alias, _Tab, _Item) ->
     undefined.
 

@@ -32,7 +32,7 @@
 -module(fraghash_redb_db).
 -behaviour(gen_server).
 
--export([ensure_started/0, stop/0, handle/0, path/0, write/1, update_counter/4,
+-export([ensure_started/0, stop/0, handle/0, is_open/0, path/0, write/1, update_counter/4,
          add_aliases/1, remove_aliases/1, max_group/0, stats/0, check_file/1]).
 -export([start_link/1]).
 -export([init/1, handle_call/3, handle_cast/2, handle_info/2, terminate/2]).
@@ -93,6 +93,11 @@ stop() ->
 -spec path() -> file:filename().
 path() ->
     filename:join(mnesia_monitor:get_env(dir), ?DB_FILE).
+
+%% @doc Whether the database is open on this node.
+-spec is_open() -> boolean().
+is_open() ->
+    persistent_term:get(?HANDLE_KEY, undefined) =/= undefined.
 
 %% @doc The open database handle; raises `{fraghash_redb, closed, _}' when
 %% no database is open on this node.

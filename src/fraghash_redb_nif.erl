@@ -27,7 +27,7 @@
 -export([order_key/1, order_key_etf/1, order_key_etf_dirty/1]).
 -export([open/2, close/1, create_table/3, delete_table/2, tables/1,
          write/3, sync/1, get/3, first/2, last/2, next/3, prev/3,
-         chunk/5, size/2]).
+         chunk/5, size/2, stored_bytes/2]).
 -export([load_status/0]).
 
 -on_load(init/0).
@@ -159,3 +159,8 @@ chunk(_Db, _Tab, _Start, _Dir, _Max) -> ?NIF.
 %% @doc How many records table `Tab' holds.
 -spec size(db(), binary()) -> {ok, non_neg_integer()} | error().
 size(_Db, _Tab) -> ?NIF.
+
+%% @doc The bytes table `Tab''s records take in the file (keys and values
+%% as stored, without page overhead); walks every page of the table.
+-spec stored_bytes(db(), binary()) -> {ok, non_neg_integer()} | error().
+stored_bytes(_Db, _Tab) -> ?NIF.

@@ -418,4 +418,16 @@ fn size<'a>(env: Env<'a>, db: ResourceArc<DbResource>, tab: Binary<'a>) -> NifRe
     }))
 }
 
+#[rustler::nif(schedule = "DirtyIo")]
+fn stored_bytes<'a>(
+    env: Env<'a>,
+    db: ResourceArc<DbResource>,
+    tab: Binary<'a>,
+) -> NifResult<Term<'a>> {
+    let tab = utf8(tab)?;
+    Ok(with_db(env, &db, |d| {
+        Ok((atoms::ok(), d.stored_bytes(tab)?).encode(env))
+    }))
+}
+
 rustler::init!("fraghash_redb_nif");

@@ -65,6 +65,15 @@ impl Db {
         self.read_table(table)?.len().at(&self.path)
     }
 
+    /// The bytes table `table`'s records take in the file (keys and
+    /// values as stored in its leaf pages, without page overhead). Walks
+    /// every page of the table: O(its size), for inspection, not for a
+    /// hot path.
+    pub fn stored_bytes(&self, table: &str) -> Result<u64, DbError> {
+        let stats = self.read_table(table)?.stats().at(&self.path)?;
+        Ok(stats.stored_bytes())
+    }
+
     /// Up to `max` records of table `table` (at least one, when any are
     /// left, even for `max` 0), from `start` in `direction`.
     pub fn chunk(

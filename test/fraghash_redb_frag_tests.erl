@@ -1,0 +1,107 @@
+%% @doc EUnit tests of fragmented tables on the `redb_copies' backend, in
+%% real Mnesia: a table created with `disc_copies' fragments and moved to
+%% `redb_copies' (Mnesia 4.21.3 cannot create fragments of a backend type
+%% itself), grown and shrunk through the safe path with every hash module,
+%% each new fragment created on `redb_copies'; after every step each record
+%% is read back with its value, once, from the fragment its key routes to,
+%% and `fraghash_frag:distribution/1' reads the records' bytes in the
+%% database. Then the leftover of a fragment whose deletion a kill cut
+%% short (its rows still in the database, the table gone from Mnesia's
+%% schema) does not come back in a new fragment of the same name.
+%%
+%% Needs a distributed node (`-sname') and `FRAGHASH_TEST_DIR';
+%% `scripts/test-mnesia.sh' sets both up.
+-module(fraghash_redb_frag_tests).
+
+-include_lib("eunit/include/eunit.hrl").
+
+-define(T, 300).
+-define(RECORDS, 3000).
+-define(REDB, {ext, redb_copies, fraghash_redb_copies}).
+
+redb_frag_test_() ->
+    {setup, fun setup/0, fun fraghash_test_support:stop_mnesia/1,
+     fun(_Dir) ->
+             {inorder,
+              [{timeout, ?T, {atom_to_list(Mod) ++ ": grow to 6, shrink to 3",
+                              fun() -> grow_and_shrink(Mod) end}}
+               || Mod <- [mnesia_frag_slots, mnesia_frag_hash, mnesia_frag_jump,
+                          mnesia_frag_chash, mnesia_frag_linear]]
+              ++ [{timeout, ?T, {"a fragment's leftover rows stay out of its successor",
+                                 fun leftover/0}}]}
+     end}.
+
+setup() ->
+    Dir = fraghash_test_support:start_mnesia("redb_frag"),
+    {atomic, ok} = fraghash_redb_copies:register(),
+    Dir.
+
+%% A fragmented table of `N' fragments, every one on redb_copies.
+create(Tab, Mod, N) ->
+    ok = fraghash_test_support:create_frag(Tab, Mod, N, [{n_disc_copies, 1}]),
+    [{atomic, ok} = mnesia:change_table_copy_type(F, node(), redb_copies)
+     || F <- frags(Tab)],
+    ok.
+
+grow_and_shrink(Mod) ->
+    Tab = list_to_atom("rf_" ++ atom_to_list(Mod)),
+    ok = create(Tab, Mod, 4),
+    Keys = lists:seq(1, ?RECORDS),
+    ok = fraghash_test_support:fill(Tab, Keys, fun value/1),
+    ok = check(Tab, Keys),
+    [{atomic, ok} = fraghash_frag:add_frag(Tab, [node()]) || _ <- [5, 6]],
+    ?assertEqual(6, length(frags(Tab))),
+    ok = check(Tab, Keys),
+    [{atomic, ok} = fraghash_frag:del_frag(Tab) || _ <- [5, 4, 3]],
+    ok = check(Tab, Keys),
+    #{records := Records, bytes := Bytes, fragments := Frags} = fraghash_frag:distribution(Tab),
+    ?assertEqual(?RECORDS, Records),
+    %% Each record's key and value are stored: at least the value's bytes.
+    ?assert(Bytes >= ?RECORDS * byte_size(value(1))),
+    [?assertMatch(#{storage := ?REDB, bytes := B} when B > 0, F) || F <- Frags],
+    {atomic, ok} = mnesia:delete_table(Tab).
+
+%% Every key's record is in the fragment its key routes to, with its value,
+%% and in no other; every fragment is on redb_copies.
+check(Tab, Keys) ->
+    Frags = frags(Tab),
+    [?assertEqual(?REDB, mnesia:table_info(F, storage_type)) || F <- Frags],
+    Where = fun(K) -> [F || F <- Frags, mnesia:dirty_read(F, K) =/= []] end,
+    Routed = fun(K) ->
+                     {M, S, _} = fraghash_tab:hash(Tab),
+                     fraghash_tab:frag_name(Tab, M:key_to_frag_number(S, K))
+             end,
+    [?assertEqual({K, [Routed(K)]}, {K, Where(K)}) || K <- Keys],
+    Read = mnesia:activity(async_dirty,
+                           fun() -> [mnesia:read(Tab, K) || K <- Keys] end, [], mnesia_frag),
+    ?assertEqual([[{Tab, K, value(K)}] || K <- Keys], Read),
+    ?assertEqual(length(Keys), lists:sum([mnesia:table_info(F, size) || F <- Frags])),
+    ok.
+
+%% The rows of a fragment whose deletion a kill cut short: Mnesia's schema
+%% no longer has the table, the database still does. The next fragment of
+%% that name must hold only the records moved into it.
+leftover() ->
+    Tab = rf_leftover,
+    ok = create(Tab, mnesia_frag_slots, 4),
+    Keys = lists:seq(1, ?RECORDS),
+    ok = fraghash_test_support:fill(Tab, Keys, fun value/1),
+    {atomic, ok} = fraghash_frag:del_frag(Tab),
+    Gone = rf_leftover_frag4,
+    ?assertNot(lists:member(Gone, mnesia:system_info(tables))),
+    Db = fraghash_redb_db:handle(),
+    Name = <<"m:", (atom_to_binary(Gone, utf8))/binary>>,
+    ok = fraghash_redb_nif:create_table(Db, Name, term_to_binary(Gone)),
+    Stale = {Gone, stale_key, stale_value},
+    ok = fraghash_redb_db:write([{put, Name, fraghash_redb_nif:order_key(stale_key),
+                                  term_to_binary(Stale)}]),
+    {atomic, ok} = fraghash_frag:add_frag(Tab, [node()]),
+    ?assertEqual([], mnesia:dirty_read(Gone, stale_key)),
+    ok = check(Tab, Keys),
+    {atomic, ok} = mnesia:delete_table(Tab).
+
+frags(Tab) ->
+    mnesia:activity(async_dirty, fun() -> mnesia:table_info(Tab, frag_names) end, mnesia_frag).
+
+value(K) ->
+    <<K:64, 0:(8 * 92)>>.
