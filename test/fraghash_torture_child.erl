@@ -34,11 +34,14 @@
 %% (written as a set: each write deletes the key's records first);
 %% `master' and `foreigner', a table and its foreign-key table (field
 %% `mkey', a function of the key), which grow together through the master.
+%% `redb_copies' tables (fraghash_redb_copies) are created with
+%% `disc_copies' fragments, each then moved to `redb_copies'.
 -spec cases() -> [{module(), atom(), set | bag | master | foreigner}].
 cases() ->
     [{M, T, set} || M <- [mnesia_frag_hash, mnesia_frag_slots, mnesia_frag_chash],
                     T <- [disc_copies, disc_only_copies]]
-        ++ [{mnesia_frag_slots, disc_copies, K} || K <- [bag, master, foreigner]].
+        ++ [{mnesia_frag_slots, disc_copies, K} || K <- [bag, master, foreigner]]
+        ++ [{M, redb_copies, set} || M <- [mnesia_frag_hash, mnesia_frag_slots]].
 
 %% @doc The migrated table of each case.
 -spec tables() -> [atom()].
@@ -69,7 +72,8 @@ short(mnesia_frag_hash) -> hash;
 short(mnesia_frag_slots) -> slots;
 short(mnesia_frag_chash) -> chash;
 short(disc_copies) -> dc;
-short(disc_only_copies) -> doc.
+short(disc_only_copies) -> doc;
+short(redb_copies) -> rdb.
 
 %% @doc Entry point: `[Dir, Run, Mode]' with Mode `work' (recover, check,
 %% then write and migrate until killed) or `check' (recover, check, stop).
@@ -89,8 +93,11 @@ main([Dir, RunS, Mode]) ->
     end,
     ok = mnesia:start(),
     case Fresh of
-        true -> create_tables();
-        false -> ok
+        true ->
+            {atomic, ok} = fraghash_redb_copies:register(),
+            create_tables();
+        false ->
+            ok
     end,
     ok = mnesia:wait_for_tables(mnesia:system_info(tables), 120000),
     fraghash_frag:set_step_hook(fun(Tab, Step) ->
@@ -121,8 +128,8 @@ create_tables() ->
       fun({Mod, Type, Kind} = C) ->
               Tab = table(C),
               Copies = case Type of
-                           disc_copies -> n_disc_copies;
-                           disc_only_copies -> n_disc_only_copies
+                           disc_only_copies -> n_disc_only_copies;
+                           _ -> n_disc_copies
                        end,
               Frag = [{n_fragments, ?MIN_FRAGS + 1}, {hash_module, Mod}, {node_pool, [node()]},
                       {Copies, 1}],
@@ -139,7 +146,9 @@ create_tables() ->
                             Frag
                     end,
               {atomic, ok} = mnesia:create_table(Tab, Def(Own)),
-              {atomic, ok} = mnesia:create_table(control(Tab), Def(Frag))
+              {atomic, ok} = mnesia:create_table(control(Tab), Def(Frag)),
+              [{atomic, ok} = mnesia:change_table_copy_type(F, node(), redb_copies)
+               || Type =:= redb_copies, T <- [Tab, control(Tab)], F <- frags(T)]
       end, cases()),
     ok = fraghash_journal:ensure().
 

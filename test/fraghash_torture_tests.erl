@@ -1,7 +1,10 @@
 %% @doc Kill -9 torture test of `fraghash_frag' in real Mnesia: a child VM
 %% (`fraghash_torture_child', a separate OS process) writes, deletes and
-%% migrates six fragmented tables (`mnesia_frag_hash', `mnesia_frag_slots',
-%% `mnesia_frag_chash', each `disc_copies' and `disc_only_copies') while
+%% migrates eleven fragmented tables (`mnesia_frag_hash', `mnesia_frag_slots',
+%% `mnesia_frag_chash', each `disc_copies' and `disc_only_copies'; a `bag'
+%% table and two tables linked by a foreign key, `disc_copies' and
+%% `mnesia_frag_slots'; `mnesia_frag_hash' and `mnesia_frag_slots' on
+%% `redb_copies', the backend of fraghash_redb_copies) while
 %% this process kills it with kill -9 at random moments, most of them aimed
 %% inside a migration step, some during recovery. Every start of the child
 %% recovers and checks every table against the acknowledgement logs (see
@@ -133,11 +136,15 @@ killed_inside(Tab, Runs, From, To) ->
       end, lists:seq(From, To - 1)).
 
 %% Everything counts on disc_copies tables; on disc_only_copies tables
-%% everything but values (dets's dropped slots).
+%% everything but values (dets's dropped slots); on redb_copies tables the
+%% control's own losses count too (the backend's line: nothing
+%% acknowledged is lost, migrated or not).
 faulty(Tab, #{ours := Ours, duplicates := D, misplaced := M, sizes_add_up := S,
-              frag_names_match := F, orphans := O, journal_left := J}) ->
+              frag_names_match := F, orphans := O, journal_left := J, control := Ctl}) ->
     Values = Ours > 0 andalso not lists:suffix("_doc", atom_to_list(Tab)),
-    Values orelse D > 0 orelse M > 0 orelse not S orelse not F orelse O > 0 orelse J > 0.
+    Control = lists:suffix("_rdb", atom_to_list(Tab)) andalso maps:get(wrong_or_lost, Ctl) > 0,
+    Values orelse Control orelse D > 0 orelse M > 0 orelse not S orelse not F orelse O > 0
+        orelse J > 0.
 
 recovery_kills(Kills) ->
     length([K || K <- Kills, K =:= recovery orelse K =:= {recovery, pending}]).
@@ -323,10 +330,11 @@ report(Kills, Checks) ->
               Sum = fun(Key) -> lists:sum([maps:get(Key, C) || C <- Cs]) end,
               CtlSum = fun(Key) -> lists:sum([maps:get(Key, maps:get(control, C)) || C <- Cs]) end,
               io:format(user, "~-22s checks=~b records_checked=~b lost_or_wrong=~b "
-                        "(ours ~b) dup=~b misplaced=~b orphans=~b bad_sizes=~b | "
-                        "control lost_or_wrong=~b~n",
+                        "(ours ~b) dup=~b misplaced=~b orphans=~b bad_sizes=~b "
+                        "fragments_seen=~w | control lost_or_wrong=~b~n",
                         [Tab, length(Cs), Sum(checked), Sum(wrong_or_lost), Sum(ours),
                          Sum(duplicates), Sum(misplaced), Sum(orphans),
                          length([C || C <- Cs, not maps:get(sizes_add_up, C)]),
+                         lists:usort([maps:get(n, C) || C <- Cs]),
                          CtlSum(wrong_or_lost)])
       end, fraghash_torture_child:tables()).
