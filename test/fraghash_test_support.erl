@@ -5,7 +5,7 @@
 -module(fraghash_test_support).
 
 -export([scratch/0, slow_tier/1, start_mnesia/1, stop_mnesia/1, quiet_overload/0, report/2,
-         start_peer/2, record_peer/1, wait_down/1, create_frag/4, fill/3, grow/3,
+         start_peer/2, start_peer/3, record_peer/1, wait_down/1, create_frag/4, fill/3, grow/3,
          inline_kind/1]).
 
 %% @doc The scratch directory scripts/test-mnesia.sh made
@@ -86,12 +86,17 @@ report(Format, Args) ->
 %% @doc A peer node `Name@localhost' with its Mnesia directory `Dir', the
 %% application's and the tests' code, quiet, and recorded.
 start_peer(Name, Dir) ->
+    start_peer(Name, Dir, []).
+
+%% @doc As {@link start_peer/2}, with `Args' added to the node's command
+%% line (`["-kernel", Param, Value]').
+start_peer(Name, Dir, Args) ->
     ok = filelib:ensure_path(Dir),
     %% rebar3 builds the test modules apart from the application's.
     Paths = lists:usort([filename:dirname(code:which(M)) || M <- [?MODULE, fraghash_frag]]),
     {ok, Peer, Node} = peer:start(#{name => Name, host => "localhost",
                                     args => ["-pa" | Paths] ++
-                                            ["-mnesia", "dir", "\"" ++ Dir ++ "\""]}),
+                                            ["-mnesia", "dir", "\"" ++ Dir ++ "\"" | Args]}),
     ok = rpc:call(Node, ?MODULE, quiet_overload, []),
     record_peer(Node),
     {Peer, Node}.
