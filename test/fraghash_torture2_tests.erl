@@ -269,9 +269,26 @@ recover_all(Ctx = #{dir := Dir}, Run, Cl, Together) ->
                           true -> rpc_parallel(Ns, ?NODE, recover, [Dir]);
                           false -> [rpc:call(N, ?NODE, recover, [Dir], ?WAIT_MS) || N <- Ns]
                       end,
-            ?assertEqual({Run, [ok, ok]}, {Run, Results}),
+            case Results of
+                [ok, ok] -> ok;
+                _ -> error({recover_failed, Run, Results, recover_diag(Dir, Cl)})
+            end,
             {Cl, []}
     end.
+
+%% What each node holds of every fragmented table and the journal, with
+%% the last marks: for telling what a failed recovery met.
+recover_diag(Dir, Cl) ->
+    Lines = mark_lines(filename:join(Dir, "marks.log"), 0),
+    Tail = lists:nthtail(max(0, length(Lines) - 60), Lines),
+    [{N, [{T, catch rpc:call(N, fraghash_frag, hash, [T], 5000),
+           [{F, [{I, catch rpc:call(N, mnesia, table_info, [F, I], 5000)}
+                 || I <- [disc_copies, where_to_read, active_replicas]]}
+            || F <- rpc:call(N, mnesia, system_info, [tables], 5000),
+               lists:prefix(atom_to_list(T), atom_to_list(F))]}
+          || T <- ?NODE:tables()],
+      catch rpc:call(N, mnesia, dirty_match_object, [{fraghash_journal, '_', '_'}], 5000)}
+     || N <- nodes_of(Cl)] ++ [{marks, Tail}].
 
 at_once() -> os:getenv("FRAGHASH_TORTURE2_RECOVER_AT_ONCE") =/= "0".
 
