@@ -58,15 +58,18 @@ fill(Tab, Keys, Val) ->
 
 %% @doc Drops warnings the tests cause on purpose and that say nothing about
 %% the result: Mnesia's "Mnesia is overloaded" when bulk writes outrun its
-%% log dumper, and global's "prevent overlapping partitions" when a peer
-%% node is killed with kill -9. Call it on every node (peers included).
+%% log dumper, global's "prevent overlapping partitions" when a peer
+%% node is killed with kill -9, and Mnesia's `inconsistent_database' error
+%% when a test cuts two nodes apart. Call it on every node (peers
+%% included).
 quiet_overload() ->
     _ = logger:add_primary_filter(fraghash_quiet_overload,
                                   {fun drop_overload/2, []}),
     ok.
 
 drop_overload(#{msg := {Format, _}}, _) when is_list(Format) ->
-    Expected = ["Mnesia is overloaded", "prevent overlapping partitions"],
+    Expected = ["Mnesia is overloaded", "prevent overlapping partitions",
+                "inconsistent_database"],
     case lists:any(fun(E) -> string:find(Format, E) =/= nomatch end, Expected) of
         true -> stop;
         false -> ignore
