@@ -25,19 +25,27 @@
 %% and flushes the dets files of its `disc_only_copies' copies among them.
 %% A node that is down is passed over for a table that some node which did
 %% sync also holds on disc: when it comes back, Mnesia loads that table
-%% from the live copy, not from its own files. Raises when a table's
-%% commit is on disc nowhere (its only holders down), or a node cannot sync
-%% (a write that fails): whatever the caller was about to record as done (a
-%% journal entry removed, an operation returned) must then wait for
-%% recovery.
+%% from the live copy, not from its own files. A node that is up but apart
+%% (Mnesia here does not count it as running: a partition) is not: it
+%% counts as a node that cannot sync. Raises when a table's commit is on
+%% disc nowhere (its only holders down), or a node cannot sync (a write
+%% that fails, a partition): whatever the caller was about to record as
+%% done (a journal entry removed, an operation returned, a write
+%% acknowledged) must then wait for recovery.
 -spec tables([atom()]) -> ok.
 tables(Tables) ->
     Holders = [{T, disc_holders(T)} || T <- Tables],
     Nodes = lists:usort([node() | lists:append([Ns || {_, Ns} <- Holders])]),
     Results = lists:zip(Nodes, erpc:multicall(Nodes, ?MODULE, here, [Tables], ?TIMEOUT_MS)),
-    Synced = [N || {N, {ok, ok}} <- Results],
+    %% A node that answers but that Mnesia here does not count as running
+    %% is on the other side of a partition: what it synced is its own log,
+    %% which may lack this node's commits, and it will not load from this
+    %% node's copy when the partition is healed by throwing this side away.
+    Running = mnesia:system_info(running_db_nodes),
+    Apart = [{N, partitioned} || {N, {ok, ok}} <- Results, not lists:member(N, Running)],
+    Synced = [N || {N, {ok, ok}} <- Results, lists:member(N, Running)],
     Down = [N || {N, {error, {erpc, noconnection}}} <- Results],
-    Failed = [{N, R} || {N, R} <- Results, R =/= {ok, ok}, not lists:member(N, Down)],
+    Failed = Apart ++ [{N, R} || {N, R} <- Results, R =/= {ok, ok}, not lists:member(N, Down)],
     %% Tables a down node holds that no node which synced holds too.
     Lost = [T || {T, Ns} <- Holders, lists:any(fun(N) -> lists:member(N, Down) end, Ns),
                  not lists:any(fun(N) -> lists:member(N, Synced) end, Ns)],

@@ -5,7 +5,7 @@
 -module(fraghash_test_support).
 
 -export([scratch/0, slow_tier/1, start_mnesia/1, stop_mnesia/1, quiet_overload/0, report/2,
-         start_peer/2, record_peer/1, wait_down/1, create_frag/4, fill/3, grow/3,
+         start_peer/2, start_peer/3, record_peer/1, wait_down/1, create_frag/4, fill/3, grow/3,
          inline_kind/1]).
 
 %% @doc The scratch directory scripts/test-mnesia.sh made
@@ -58,15 +58,18 @@ fill(Tab, Keys, Val) ->
 
 %% @doc Drops warnings the tests cause on purpose and that say nothing about
 %% the result: Mnesia's "Mnesia is overloaded" when bulk writes outrun its
-%% log dumper, and global's "prevent overlapping partitions" when a peer
-%% node is killed with kill -9. Call it on every node (peers included).
+%% log dumper, global's "prevent overlapping partitions" when a peer
+%% node is killed with kill -9, and Mnesia's `inconsistent_database' error
+%% when a test cuts two nodes apart. Call it on every node (peers
+%% included).
 quiet_overload() ->
     _ = logger:add_primary_filter(fraghash_quiet_overload,
                                   {fun drop_overload/2, []}),
     ok.
 
 drop_overload(#{msg := {Format, _}}, _) when is_list(Format) ->
-    Expected = ["Mnesia is overloaded", "prevent overlapping partitions"],
+    Expected = ["Mnesia is overloaded", "prevent overlapping partitions",
+                "inconsistent_database"],
     case lists:any(fun(E) -> string:find(Format, E) =/= nomatch end, Expected) of
         true -> stop;
         false -> ignore
@@ -86,12 +89,17 @@ report(Format, Args) ->
 %% @doc A peer node `Name@localhost' with its Mnesia directory `Dir', the
 %% application's and the tests' code, quiet, and recorded.
 start_peer(Name, Dir) ->
+    start_peer(Name, Dir, []).
+
+%% @doc As {@link start_peer/2}, with `Args' added to the node's command
+%% line (`["-kernel", Param, Value]').
+start_peer(Name, Dir, Args) ->
     ok = filelib:ensure_path(Dir),
     %% rebar3 builds the test modules apart from the application's.
     Paths = lists:usort([filename:dirname(code:which(M)) || M <- [?MODULE, fraghash_frag]]),
     {ok, Peer, Node} = peer:start(#{name => Name, host => "localhost",
                                     args => ["-pa" | Paths] ++
-                                            ["-mnesia", "dir", "\"" ++ Dir ++ "\""]}),
+                                            ["-mnesia", "dir", "\"" ++ Dir ++ "\"" | Args]}),
     ok = rpc:call(Node, ?MODULE, quiet_overload, []),
     record_peer(Node),
     {Peer, Node}.

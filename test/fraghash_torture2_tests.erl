@@ -30,11 +30,33 @@
 %% The next run grows the checked tables again; at the end every table is
 %% added to and shrunk once more with both nodes up.
 %%
+%% Some faults (`FRAGHASH_TORTURE2_PARTITIONS' percent, default 20) are
+%% partitions instead of kills, at the same moments: A is cut from B with
+%% `erlang:disconnect_node/1' run on A (`fraghash_torture2_partition').
+%% Each Mnesia then takes the other for down and goes on alone: writers
+%% acknowledge what their side holds, the controller's operations go on
+%% where they touch only its side. Mnesia does not merge the two again
+%% (`running_partitioned_network'), so the torture heals as an operator
+%% would, after a random 0.1 to 1.5 s apart: it keeps one side (A or B at
+%% random) and throws the other away, with kill -9 of that node and a
+%% restart with the kept node as master (`mnesia:set_master_nodes/1'
+%% before Mnesia starts, cleared once the tables are loaded): the node
+%% loads from the kept node every table the kept node holds, and keeps of
+%% its own files only the fragments nobody else holds. Then
+%% `fraghash_frag:recover()' on both nodes at once, and the same checks,
+%% with one exception: acknowledgements given on the thrown-away side
+%% after the cut are the operator's loss and are read as intents (the key
+%% may hold that value or not). The cut is marked in every acknowledgement
+%% log just before `disconnect_node' is called, so everything acknowledged
+%% before it must be there, on either side, and everything the kept side
+%% acknowledged after it too; after a partition, what the controls lost
+%% fails the test as well.
+%%
 %% In the slow tier (`FRAGHASH_SLOW_TESTS=1'); needs `-sname' and
 %% `FRAGHASH_TEST_DIR' (scripts/test-mnesia.sh gives both).
-%% `FRAGHASH_TORTURE2_KILLS' is the number of kills (default 24, about
-%% 40 s). The random choices use a
-%% fixed seed; where the kills land still depends on timing.
+%% `FRAGHASH_TORTURE2_KILLS' is the number of faults, kills and
+%% partitions (default 24, about a minute). The random choices use a
+%% fixed seed; where the faults land still depends on timing.
 -module(fraghash_torture2_tests).
 
 -include_lib("eunit/include/eunit.hrl").
@@ -50,7 +72,8 @@
 
 torture2_test_() ->
     fraghash_test_support:slow_tier(
-      {timeout, ?T, {"kill -9 of one or both of two nodes during growth", fun torture/0}}).
+      {timeout, ?T, {"kill -9 of one or both of two nodes, or a partition, during growth",
+                       fun torture/0}}).
 
 kills() ->
     case os:getenv("FRAGHASH_TORTURE2_KILLS") of
@@ -82,7 +105,7 @@ torture() ->
                 {Op, Args} <- [{add_frag, [T, [B, A]]}, {del_frag, [T]}]],
     {_, LastChecks} = check_all(Ctx, Runs + 1, Cl),
     Secs = (erlang:monotonic_time(millisecond) - T0) div 1000,
-    report(Kills, Checks ++ LastChecks, Secs),
+    report(Kills, Checks ++ LastChecks, Secs, fraghash_torture2_partition:excluded(Dir)),
     io:format(user, "starts that found a fragment table beyond its table's count (not "
               "waited for; recover/0 dropped it): ~b~n", [length(get_list(beyond_count))]),
     [begin os:cmd("kill -9 " ++ rpc:call(N, os, getpid, [])), wait_down(N) end
@@ -99,8 +122,8 @@ torture() ->
 
 %%% One run
 
-%% Runs until `kills()' kills were made (a run whose recovery is killed
-%% makes two or more).
+%% Runs until `kills()' faults (kills and partitions) were made (a run
+%% whose recovery is killed or cut makes two or more).
 runs(Ctx, Run, Cl, Kills, Checks) ->
     case length(Kills) >= kills() of
         true ->
@@ -110,8 +133,9 @@ runs(Ctx, Run, Cl, Kills, Checks) ->
             runs(Ctx, Run + 1, Cl2, Kills ++ K, Checks ++ C)
     end.
 
-%% Work, kill, stop the survivor, restart, recover (perhaps killed there
-%% too, and again), check. Returns the nodes, the kills and the checks.
+%% Work, kill or cut, stop the survivor, restart (the victims, or the side
+%% a heal throws away), recover (perhaps killed or cut there too, and
+%% again), check. Returns the nodes, the faults and the checks.
 run(Ctx = #{dir := Dir}, Run, Cl) ->
     Marks = filename:join(Dir, "marks.log"),
     From = file_size(Marks),
@@ -120,15 +144,53 @@ run(Ctx = #{dir := Dir}, Run, Cl) ->
     [ok = rpc:call(node_of(Cl, K), ?NODE, start_work, [Dir, Run, W, K =:= Ctl, [A, B]])
      || {K, W} <- [{a, 1}, {b, 2}]],
     Aim = aim(Marks, From),
-    Victims = pick([[a], [a], [b], [b], [a, b]]),
     Lines = mark_lines(Marks, From),
-    kill(Cl, Victims),
     Where = classify(Lines, Aim),
-    Kill = #{run => Run, victims => Victims, controller => Ctl, where => Where},
-    Cl2 = restart(Ctx, Cl, Victims),
-    {Cl3, RecKills} = recover_all(Ctx, Run, Cl2, Victims =:= [a, b]),
+    {Fault, Cl2, Together} =
+        case partition() of
+            false ->
+                Victims = pick([[a], [a], [b], [b], [a, b]]),
+                kill(Cl, Victims),
+                {#{kind => kill, victims => Victims}, restart(Ctx, Cl, Victims, []),
+                 Victims =:= [a, b]};
+            true ->
+                {P, ClP} = partition(Ctx, Run, Cl, fun() -> ok end),
+                {P, ClP, true}
+        end,
+    {Cl3, RecFaults} = recover_all(Ctx, Run, Cl2, Together),
     {Cl4, Checks} = check_all(Ctx, Run, Cl3),
-    {Cl4, [Kill | RecKills], Checks}.
+    Faults = [Fault#{run => Run, controller => Ctl, where => Where} | RecFaults],
+    Partitioned = lists:any(fun(#{kind := K}) -> K =:= partition end, Faults),
+    {Cl4, Faults, [C#{partition => Partitioned} || C <- Checks]}.
+
+%% Whether this fault is a partition (`fraghash_torture2_partition:share/0'
+%% percent of them).
+partition() -> rand:uniform(100) =< fraghash_torture2_partition:share().
+
+%% A partition, healed as an operator would: cut A from B, let both sides
+%% work apart for a moment (writers on each side acknowledge what their
+%% side holds, the controller goes on on its side), then keep one side and
+%% throw the other away: kill -9 its node, mark its writer's
+%% acknowledgements since the cut as given up, and restart it with the
+%% kept node as Mnesia's master node, so that it loads every table the
+%% kept node holds from there and keeps only its own files of the
+%% fragments nobody else holds; once its tables are loaded the master
+%% setting is cleared (a later start must load as usual). `Wait' runs once
+%% the thrown-away node is dead (it waits for recoveries it was running).
+%% Returns the fault and the nodes.
+partition(Ctx = #{dir := Dir}, Run, Cl, Wait) ->
+    Split = fraghash_torture2_partition:cut(Dir, Run, nodes_of(Cl)),
+    timer:sleep(100 + rand:uniform(1400)),
+    Keep = pick([a, b]),
+    [Drop] = [a, b] -- [Keep],
+    kill(Cl, [Drop]),
+    ok = fraghash_torture2_partition:discarded(Dir, Run, writer(Drop)),
+    Wait(),
+    Cl2 = restart(Ctx, Cl, [Drop], [node_of(Cl, Keep)]),
+    {#{kind => partition, kept => Keep, victims => [Drop], split => Split}, Cl2}.
+
+writer(a) -> 1;
+writer(b) -> 2.
 
 %% Waits for the moment chosen for this run: `leave' (right after an
 %% operation returned), or inside a step (after a random time, the next
@@ -179,27 +241,54 @@ recover_all(Ctx = #{dir := Dir}, Run, Cl, Together) ->
              || N <- Recovering],
             wait_mark(Marks, From, "recover_start", ?WAIT_MS),
             timer:sleep(rand:uniform(30) - 1),
-            Victims = pick([[a], [b], [a, b]]),
             Lines = mark_lines(Marks, From),
-            kill(Cl, Victims),
-            Kill = #{run => Run, victims => Victims, controller => none,
-                     where => {recovery, Pending =/= [], last_step(Lines)}},
             %% The survivor's recovery returns (done, or failed with the
             %% other node gone); either way it runs again below.
-            [receive {recovered, _} -> ok after ?WAIT_MS -> error(recovery_hung) end
-             || _ <- Recovering],
-            Cl2 = restart(Ctx, Cl, Victims),
-            {Cl3, More} = recover_all(Ctx, Run, Cl2, Victims =:= [a, b]),
-            {Cl3, [Kill | More]};
+            Wait = fun() ->
+                           [receive {recovered, _} -> ok after ?WAIT_MS -> error(recovery_hung) end
+                            || _ <- Recovering]
+                   end,
+            {Fault, Cl2, Together2} =
+                case partition() of
+                    false ->
+                        Victims = pick([[a], [b], [a, b]]),
+                        kill(Cl, Victims),
+                        Wait(),
+                        {#{kind => kill, victims => Victims}, restart(Ctx, Cl, Victims, []),
+                         Victims =:= [a, b]};
+                    true ->
+                        {P, ClP} = partition(Ctx, Run, Cl, Wait),
+                        {P, ClP, true}
+                end,
+            {Cl3, More} = recover_all(Ctx, Run, Cl2, Together2),
+            {Cl3, [Fault#{run => Run, controller => none,
+                          where => {recovery, Pending =/= [], last_step(Lines)}} | More]};
         false ->
             Ns = shuffle(nodes_of(Cl)),
             Results = case Together andalso at_once() of
                           true -> rpc_parallel(Ns, ?NODE, recover, [Dir]);
                           false -> [rpc:call(N, ?NODE, recover, [Dir], ?WAIT_MS) || N <- Ns]
                       end,
-            ?assertEqual({Run, [ok, ok]}, {Run, Results}),
+            case Results of
+                [ok, ok] -> ok;
+                _ -> error({recover_failed, Run, Results, recover_diag(Dir, Cl)})
+            end,
             {Cl, []}
     end.
+
+%% What each node holds of every fragmented table and the journal, with
+%% the last marks: for telling what a failed recovery met.
+recover_diag(Dir, Cl) ->
+    Lines = mark_lines(filename:join(Dir, "marks.log"), 0),
+    Tail = lists:nthtail(max(0, length(Lines) - 60), Lines),
+    [{N, [{T, catch rpc:call(N, fraghash_frag, hash, [T], 5000),
+           [{F, [{I, catch rpc:call(N, mnesia, table_info, [F, I], 5000)}
+                 || I <- [disc_copies, where_to_read, active_replicas]]}
+            || F <- rpc:call(N, mnesia, system_info, [tables], 5000),
+               lists:prefix(atom_to_list(T), atom_to_list(F))]}
+          || T <- ?NODE:tables()],
+      catch rpc:call(N, mnesia, dirty_match_object, [{fraghash_journal, '_', '_'}], 5000)}
+     || N <- nodes_of(Cl)] ++ [{marks, Tail}].
 
 at_once() -> os:getenv("FRAGHASH_TORTURE2_RECOVER_AT_ONCE") =/= "0".
 
@@ -250,13 +339,17 @@ check_all(#{dir := Dir}, Run, Cl) ->
 expected(Dir, Tab) ->
     maps:merge(
       fraghash_torture_child:expected_terms(
-        fraghash_torture_child:read_terms(?NODE:ack_file(Dir, Tab, 1))),
+        fraghash_torture2_partition:terms(?NODE:ack_file(Dir, Tab, 1))),
       fraghash_torture_child:expected_terms(
-        fraghash_torture_child:read_terms(?NODE:ack_file(Dir, Tab, 2)))).
+        fraghash_torture2_partition:terms(?NODE:ack_file(Dir, Tab, 2)))).
 
+%% A check after a partition fails on what the controls lost too: what the
+%% heal gives up is left out of the expected values, and Mnesia keeps
+%% everything else on the kept side.
 faulty(#{ours := O, duplicates := D, misplaced := M, orphans := Or, journal_left := J,
-         structure := S, disagree := Dis}) ->
-    O > 0 orelse D > 0 orelse M > 0 orelse Or > 0 orelse J > 0 orelse S =/= [] orelse Dis.
+         structure := S, disagree := Dis} = C) ->
+    O > 0 orelse D > 0 orelse M > 0 orelse Or > 0 orelse J > 0 orelse S =/= [] orelse Dis
+        orelse (maps:get(partition, C, false) andalso control_lost(C) > 0).
 
 control_lost(#{control_lost := C}) -> C.
 
@@ -301,7 +394,7 @@ start_node(Name, Dir) ->
 
 %% A node's name stays registered with epmd for a moment after a kill.
 start_peer(Name, Dir, Tries) ->
-    try fraghash_test_support:start_peer(Name, Dir)
+    try fraghash_test_support:start_peer(Name, Dir, fraghash_torture2_partition:peer_args())
     catch
         _:_ when Tries > 0 -> timer:sleep(100), start_peer(Name, Dir, Tries - 1)
     end.
@@ -364,8 +457,9 @@ kill(Cl, Victims) ->
 wait_down(Node) -> fraghash_test_support:wait_down(Node).
 
 %% Stops the survivors' work, restarts the victims (random order, same
-%% name and directory), waits for every table on both nodes.
-restart(#{dir := Dir, names := Names}, Cl, Victims) ->
+%% name and directory; with `Masters' as Mnesia's master nodes until their
+%% tables are loaded, when not []), waits for every table on both nodes.
+restart(#{dir := Dir, names := Names}, Cl, Victims, Masters) ->
     Survivors = [K || K <- [a, b], not lists:member(K, Victims)],
     [{stopped, _} = rpc:call(node_of(Cl, K), ?NODE, stop_work, [60000], 70000)
      || K <- Survivors],
@@ -375,6 +469,10 @@ restart(#{dir := Dir, names := Names}, Cl, Victims) ->
                               {Name, NDir} = maps:get(V, Names),
                               Acc#{V => start_node(Name, NDir)}
                       end, Cl, Order),
+    %% Written to the schema's files before Mnesia starts, so that its first
+    %% loads already follow it.
+    [ok = rpc:call(node_of(Cl2, V), mnesia, set_master_nodes, [Masters]) || Masters =/= [],
+                                                                           V <- Order],
     %% Mnesia starts on the victims at once (spawned in that order): a node
     %% whose log holds a transaction of unclear outcome (a schema change the
     %% kill cut short on both) waits in mnesia:start() for the other to
@@ -383,6 +481,8 @@ restart(#{dir := Dir, names := Names}, Cl, Victims) ->
     ?assertEqual({restart, [ok || _ <- Order]}, {restart, Started}),
     [ok = rpc:call(node_of(Cl2, V), ?NODE, set_hook, [Dir]) || V <- Order],
     ok = wait_tables(Cl2),
+    [ok = rpc:call(node_of(Cl2, V), mnesia, set_master_nodes, [[]]) || Masters =/= [],
+                                                                      V <- Order],
     Cl2.
 
 pick(L) -> lists:nth(rand:uniform(length(L)), L).
@@ -391,13 +491,14 @@ shuffle(L) -> [X || {_, X} <- lists:sort([{rand:uniform(), X} || X <- L])].
 
 %%% Report
 
-report(Kills, Checks, Secs) ->
+report(Kills, Checks, Secs, Excluded) ->
     Count = fun(F) -> length([K || K <- Kills, F(K)]) end,
     Steps = lists:foldl(fun(#{where := {step, _, _, S}}, Acc) ->
                                 maps:update_with(S, fun(C) -> C + 1 end, 1, Acc);
                            (_, Acc) -> Acc
                         end, #{}, Kills),
-    Victim = fun(#{victims := [a, b]}) -> "both";
+    Victim = fun(#{kind := partition, kept := K}) -> io_lib:format("partition, ~s kept", [K]);
+                 (#{victims := [a, b]}) -> "both";
                  (#{victims := [V], controller := V}) -> io_lib:format("~s (the controller's)", [V]);
                  (#{victims := [V], controller := none}) -> io_lib:format("~s (in recovery)", [V]);
                  (#{victims := [V]}) -> io_lib:format("~s (not the controller's)", [V])
@@ -405,14 +506,22 @@ report(Kills, Checks, Secs) ->
     ByVictim = lists:foldl(fun(K, Acc) ->
                                    maps:update_with(lists:flatten(Victim(K)), fun(C) -> C + 1 end, 1, Acc)
                            end, #{}, Kills),
-    io:format(user, "~ntorture2: ~b kills in ~b s: ~b inside an operation (~s), ~b right after "
-              "one returned, ~b during recovery (~b with an operation to recover), ~b outside; "
-              "victims: ~s~n",
-              [length(Kills), Secs, lists:sum(maps:values(Steps)), fmt_counts(Steps),
+    Parts = [K || #{kind := partition} = K <- Kills],
+    io:format(user, "~ntorture2: ~b faults (~b kills, ~b partitions) in ~b s: ~b inside an "
+              "operation (~s), ~b right after one returned, ~b during recovery (~b with an "
+              "operation to recover), ~b outside; victims: ~s~n",
+              [length(Kills), length(Kills) - length(Parts), length(Parts), Secs, lists:sum(maps:values(Steps)), fmt_counts(Steps),
                Count(fun(#{where := W}) -> is_tuple(W) andalso element(1, W) =:= leave end),
                Count(fun(#{where := W}) -> is_tuple(W) andalso element(1, W) =:= recovery end),
                Count(fun(#{where := {recovery, P, _}}) -> P; (_) -> false end),
                Count(fun(#{where := W}) -> W =:= outside end), fmt_counts(ByVictim)]),
+    io:format(user, "partitions: ~b (Mnesia split on both nodes in ~b), inside an operation ~b, "
+              "right after one returned ~b, during recovery ~b; acknowledgements given up by "
+              "the heals (the thrown-away side's, after the cut): ~b~n",
+              [length(Parts), length([P || #{split := true} = P <- Parts]),
+               length([P || #{where := {step, _, _, _}} = P <- Parts]),
+               length([P || #{where := {leave, _, _}} = P <- Parts]),
+               length([P || #{where := {recovery, _, _}} = P <- Parts]), Excluded]),
     lists:foreach(
       fun(Tab) ->
               T = atom_to_list(Tab),
