@@ -142,7 +142,10 @@ recover() ->
 recover_all() ->
     case fraghash_journal:ensure() of
         ok ->
-            Results = [{T, recover(T)} || T <- fraghash_journal:pending()],
+            Pending = fraghash_journal:pending(),
+            Results = [{T, recover(T)} || T <- Pending]
+                ++ [{T, global:trans(lock(T), fun() -> fraghash_frag_recovery:sweep(T) end)}
+                    || T <- fraghash_frag_recovery:fragmented(), not lists:member(T, Pending)],
             case [TR || {_T, R} = TR <- Results, R =/= ok] of
                 [] -> ok;
                 Bad -> {error, Bad}

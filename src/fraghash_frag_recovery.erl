@@ -7,7 +7,7 @@
 -module(fraghash_frag_recovery).
 
 -export([recover/2, finish_add/2, finish_add/3, finish_del/2, undo_copies/2,
-         remove_leftover_files/1, remove_local_leftovers/1]).
+         remove_leftover_files/1, remove_local_leftovers/1, fragmented/0, sweep/1]).
 
 -import(fraghash_tab, [batches/2, durable/2, step/2, frag_name/2, hash/1]).
 
@@ -265,6 +265,70 @@ delete_stale(Tab, Items) ->
 %% table's fragments, if Mnesia still has it.
 drop_orphan(Frag) ->
     fraghash_grow_schema:drop_orphan(Frag).
+
+%% @doc The fragmented tables (each base table, foreign-key tables
+%% included), in Mnesia's schema on this node.
+-spec fragmented() -> [atom()].
+fragmented() ->
+    [T || T <- mnesia:system_info(tables), T =/= schema,
+          lists:keymember(n_fragments, 1, mnesia:table_info(T, frag_properties))].
+
+%% @doc Drops the fragment tables of `Tab' beyond its fragment count that
+%% no journal entry accounts for, once every record they hold is also,
+%% with the same value, in the fragment its key routes to; otherwise
+%% leaves them and says so. Such a table is left when a schema change
+%% reaches one side of a partition only: healing keeps one side's data but
+%% Mnesia merges the two schemas by table version, so the kept side can
+%% get the other side's fragment count while still holding a fragment that
+%% count no longer names. Run by `fraghash_frag:recover/0' under the
+%% table's lock, for tables with no journal entry.
+-spec sweep(atom()) -> ok | {error, term()}.
+sweep(Tab) ->
+    {_Mod, _S, N} = hash(Tab),
+    Prefix = atom_to_list(Tab) ++ "_frag",
+    Orphans = [F || F <- mnesia:system_info(tables),
+                    beyond(atom_to_list(F), Prefix, N),
+                    mnesia:table_info(F, frag_properties) =:= [{base_table, Tab}]],
+    try
+        sweep(Tab, Orphans)
+    catch
+        %% An orphan loaded nowhere that no running node holds.
+        error:{fraghash, _, _} = Reason -> {error, Reason}
+    end.
+
+sweep(_Tab, []) ->
+    ok;
+sweep(Tab, [Orphan | Rest]) ->
+    ok = fraghash_grow_schema:load_somewhere(Orphan),
+    Elsewhere = [K || {_From, To, K} <- fraghash_tab:misplaced(Tab, [Orphan]),
+                      not held(mnesia:dirty_read(Orphan, K), mnesia:dirty_read(To, K))],
+    case Elsewhere of
+        [] ->
+            ok = drop_orphan(Orphan),
+            ok = remove_leftover_files(Orphan),
+            sweep(Tab, Rest);
+        [K | _] ->
+            {error, {fraghash, orphan_holds_records,
+                     lists:flatten(
+                       io_lib:format("~s, beyond ~s's fragment count, holds ~b record(s) that "
+                                     "are not where their keys route (~0tp among them): copy "
+                                     "what must stay into ~s, then delete the table",
+                                     [Orphan, Tab, length(Elsewhere), K, Tab]))}}
+    end.
+
+%% Whether `Name' is `Prefix' followed by a fragment number above `N'.
+beyond(Name, Prefix, N) ->
+    case lists:prefix(Prefix, Name) of
+        false -> false;
+        true ->
+            Digits = lists:nthtail(length(Prefix), Name),
+            Digits =/= [] andalso lists:all(fun(C) -> C >= $0 andalso C =< $9 end, Digits)
+                andalso list_to_integer(Digits) > N
+    end.
+
+%% Every one of `Records' is among `There' (all of a bag key's records).
+held(Records, There) ->
+    lists:all(fun(R) -> lists:member(R, There) end, Records).
 
 %% @doc Deletes what a table named `Frag' left on every running node of
 %% the cluster, when Mnesia has no such table: its files in Mnesia's

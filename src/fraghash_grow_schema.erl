@@ -26,7 +26,8 @@
 %% made meanwhile by a call that bypassed the growth path).
 -module(fraghash_grow_schema).
 
--export([add_hidden/3, switch/4, drop_last/4, drop_orphan/1, hash/1, foreigners/1]).
+-export([add_hidden/3, switch/4, drop_last/4, drop_orphan/1, load_somewhere/1, hash/1,
+         foreigners/1]).
 
 -type changes() :: [{atom(), term(), term()}].
 
@@ -130,10 +131,12 @@ drop_orphan(Frag) ->
 
 %%% Internals
 
+%% @doc Loads `Frag' on a node that holds it when no node has it loaded.
 %% Mnesia deletes only a table some node has loaded, and an orphan that a
 %% kill left on a cluster may be loaded nowhere (each node waits for
 %% another to load it): loaded by force, from the disc of a running node
 %% that holds a copy, it can go.
+-spec load_somewhere(atom()) -> ok.
 load_somewhere(Frag) ->
     case mnesia:table_info(Frag, active_replicas) of
         [_ | _] ->

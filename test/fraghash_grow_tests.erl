@@ -48,6 +48,9 @@ grow_test_() ->
               ++ [{timeout, ?T, {atom_to_list(M) ++ ": del under writers and a reader",
                                  fun() -> under_load(M, del) end}}
                   || M <- [mnesia_frag_hash, mnesia_frag_slots]]
+              ++ [{timeout, ?T, {"a fragment beyond the count: dropped by recovery when its "
+                                 "records are where they route, else kept and reported",
+                                 fun orphan/0}}]
               ++ [{timeout, ?T, {"stopped at " ++ atom_to_list(Step) ++ ", then recovered",
                                  fun() -> stopped_at(Step) end}}
                   || Step <- [grow_create, grow_copy, grow_switch, grow_switched, grow_clean,
@@ -202,6 +205,47 @@ reader(Parent, Tab, Stop, Misses) ->
                 _ -> reader(Parent, Tab, Stop, Misses + 1)
             end
     end.
+
+%%% A fragment beyond the count
+
+%% What a schema change that reached one side of a partition can leave: a
+%% fragment table of `Tab' that its fragment count does not name, and no
+%% journal entry for it.
+orphan() ->
+    Tab = table(orphan, mnesia_frag_slots),
+    Orphan = fraghash_tab:frag_name(Tab, 5),
+    Create = fun() ->
+                     Cs = mnesia_schema:list2cs([{name, Orphan}, {disc_copies, [node()]},
+                                                 {record_name, Tab}, {attributes, [key, val]},
+                                                 {frag_properties, [{base_table, Tab}]}]),
+                     {atomic, ok} =
+                         mnesia_schema:schema_transaction(
+                           fun() ->
+                                   TidTs = mnesia_schema:get_tid_ts_and_lock(schema, write),
+                                   mnesia_schema:insert_schema_ops(
+                                     TidTs, mnesia_schema:make_create_table(Cs))
+                           end),
+                     ok
+             end,
+    Before = contents(Tab),
+    %% Copies of records that are where they route: the orphan goes.
+    ok = Create(),
+    [R1, R2 | _] = Before,
+    [ok = mnesia:dirty_write(Orphan, R) || R <- [R1, R2]],
+    ?assertEqual(ok, fraghash_frag:recover()),
+    ?assertNot(lists:member(Orphan, mnesia:system_info(tables))),
+    ?assertEqual(Before, contents(Tab)),
+    %% A record found nowhere else: the orphan stays and recovery says so.
+    ok = Create(),
+    ok = mnesia:dirty_write(Orphan, {Tab, only_here, 1}),
+    ?assertMatch({error, [{Tab, {error, {fraghash, orphan_holds_records, _}}}]},
+                 fraghash_frag:recover()),
+    ?assertEqual([{Tab, only_here, 1}], mnesia:dirty_read(Orphan, only_here)),
+    %% Once it holds only copies again, the next recovery drops it.
+    ok = mnesia:dirty_delete(Orphan, only_here),
+    ?assertEqual(ok, fraghash_frag:recover()),
+    ?assertNot(lists:member(Orphan, mnesia:system_info(tables))),
+    {atomic, ok} = mnesia:delete_table(Tab).
 
 %%% Stopped part way
 
