@@ -6,14 +6,19 @@
 %%
 %% == Set-up ==
 %% Each storage type gets a VM of its own (a `peer' node started from this
-%% one, so the memory figures are that type's alone) with a fresh Mnesia
-%% directory, the backend registered (`fraghash_redb_copies:register/0',
+%% one, so the memory figures are that type's alone; all three live through
+%% the whole size) with a fresh Mnesia directory, the backend registered (`fraghash_redb_copies:register/0',
 %% for every type alike) and one table `bench' with attributes `[key, val]':
 %% keys the integers 1..N, values 100 random bytes (a record is about 120
 %% bytes in external format). Every key drawn below is uniform in 1..N and
 %% exists; a read that finds nothing stops the run.
 %%
 %% == What is measured, in this order ==
+%% The three VMs load their tables one after the other; every later phase
+%% then runs on the three in turn (the order turning by one each phase),
+%% so that the figures compared on one line were taken within seconds of
+%% each other on a machine shared with other work. The load average of
+%% the machine is printed before and after.
 %% <ol>
 %% <li>Load: the N records written by ?LOADERS processes, each in
 %% transactions of ?LOAD_BATCH records (batches dealt round-robin); wall
@@ -52,7 +57,7 @@
 %% every figure, for scripts.
 -module(fraghash_bench_redb).
 
--export([run/2, run/3, measure/3]).
+-export([run/2, run/3, phase/1]).
 
 -define(TAB, bench).
 -define(VALUE_BYTES, 100).
@@ -64,7 +69,7 @@
 -define(ALL, [redb_copies, disc_only_copies, disc_copies]).
 
 %% @doc Every storage type, for each of `Sizes' (records), in scratch
-%% directories under `Dir' (removed after each measurement).
+%% directories under `Dir' (removed after each size).
 -spec run(string(), [pos_integer()]) -> ok.
 run(Dir, Sizes) ->
     run(Dir, Sizes, ?ALL).
@@ -82,53 +87,76 @@ run(Dir, Sizes, Storages) ->
     lists:foreach(fun(N) -> one_size(Dir, N, Storages) end, Sizes).
 
 one_size(Dir, N, Storages) ->
-    Results = [{S, in_peer(Dir, S, N)} || S <- Storages],
-    print(N, Results),
-    io:format("~s~n", [json(N, Results)]).
+    io:format("~n~s records; load average before: ~s~n", [thousands(N), loadavg()]),
+    Peers = [{S, start_peer()} || S <- Storages],
+    try
+        Loaded = [{S, peer:call(P, ?MODULE, phase, [{load, sub(Dir, S, N), S, N}], infinity)}
+                  || {S, P} <- Peers],
+        %% The other phases one storage type after the other, so that all
+        %% three meet the same moment of a shared machine; the order turns
+        %% by one each phase.
+        Phases = [read_dirty, read_tx, scan, write1, write16, reopen],
+        Timed = [begin
+                     Shift = (I - 1) rem length(Peers),
+                     {A, B} = lists:split(Shift, Peers),
+                     [{S, peer:call(P, ?MODULE, phase, [{Phase, N}], infinity)} || {S, P} <- B ++ A]
+                 end || {I, Phase} <- lists:zip(lists:seq(1, length(Phases)), Phases)],
+        Results = [{S, lists:foldl(fun maps:merge/2, L,
+                                   [M || Round <- Timed, {S2, M} <- Round, S2 =:= S])}
+                   || {S, L} <- Loaded],
+        io:format("load average after: ~s~n", [loadavg()]),
+        print(N, Results),
+        io:format("~s~n", [json(N, Results)])
+    after
+        [peer:stop(P) || {_, P} <- Peers],
+        [file:del_dir_r(sub(Dir, S, N)) || S <- Storages]
+    end.
 
-%% Runs measure/3 in a VM of its own.
-in_peer(Dir, Storage, N) ->
-    Sub = filename:join(Dir, io_lib:format("~s-~b", [Storage, N])),
+sub(Dir, Storage, N) ->
+    filename:join(Dir, io_lib:format("~s-~b", [Storage, N])).
+
+%% A VM of its own per storage type, so that its memory is that type's.
+start_peer() ->
     Paths = lists:usort([filename:dirname(code:which(M)) || M <- [?MODULE, fraghash_redb_copies]]),
     Args = lists:append([["-pa", P] || P <- Paths]) ++ ["-kernel", "logger_level", "error"],
     {ok, Peer, _} = peer:start_link(#{connection => standard_io, args => Args}),
-    try
-        peer:call(Peer, ?MODULE, measure, [Sub, Storage, N], infinity)
-    after
-        peer:stop(Peer),
-        _ = file:del_dir_r(Sub)
-    end.
+    Peer.
 
-%% @doc One storage type, in a fresh Mnesia in `Dir' on this node; a map
-%% of the figures (see the module documentation). Called in a peer node
-%% by run/3.
--spec measure(string(), atom(), pos_integer()) -> #{atom() => number()}.
-measure(Dir, Storage, N) ->
+%% @doc One phase of the measurement (see the module documentation) on
+%% this node, a map of its figures; called in a peer node by run/3.
+%% `{load, Dir, Storage, N}' starts a fresh Mnesia in `Dir' and loads the
+%% table; `reopen' leaves Mnesia stopped.
+-spec phase(tuple()) -> #{atom() => number()}.
+phase({load, Dir, Storage, N}) ->
     ok = application:set_env(mnesia, dir, Dir),
     ok = mnesia:create_schema([node()]),
     ok = mnesia:start(),
     {atomic, ok} = fraghash_redb_copies:register(),
     {atomic, ok} = mnesia:create_table(?TAB, [{Storage, [node()]}, {type, set},
                                               {attributes, [key, val]}]),
-    io:format("  ~s, ~s records: load", [Storage, thousands(N)]),
     LoadS = seconds(fun() -> load(N) end),
     N = mnesia:table_info(?TAB, size),
     true = erlang:garbage_collect(),
-    Mem = erlang:memory(total),
-    Rss = rss(),
-    io:format(" ~.1f s, reads", [LoadS]),
-    ReadD = reads(async_dirty, N),
-    ReadT = reads(transaction, N),
-    io:format(", scan"),
+    io:format("  ~s: loaded in ~.1f s~n", [Storage, LoadS]),
+    #{load_s => LoadS, load_rps => N / LoadS,
+      mem_erlang_mb => erlang:memory(total) / 1048576, mem_rss_mb => rss() / 1048576};
+phase({read_dirty, N}) ->
+    prefixed(read_dirty, reads(async_dirty, N));
+phase({read_tx, N}) ->
+    prefixed(read_tx, reads(transaction, N));
+phase({scan, N}) ->
     {ScanS, N} = timed(fun() ->
                                length(mnesia:activity(async_dirty, fun() ->
                                    mnesia:select(?TAB, [{'_', [], ['$_']}]) end))
                        end),
     true = erlang:garbage_collect(),
-    io:format(", writes"),
-    W1 = writes(1, N),
-    W16 = writes(?WRITERS, N),
-    io:format(", reopen"),
+    #{scan_s => ScanS, scan_rps => N / ScanS};
+phase({write1, N}) ->
+    prefixed(write1, writes(1, N));
+phase({write16, N}) ->
+    prefixed(write16, writes(?WRITERS, N));
+phase({reopen, N}) ->
+    Dir = mnesia:system_info(directory),
     stopped = mnesia:stop(),
     Disc = dir_bytes(Dir),
     ReopenS = seconds(fun() ->
@@ -137,15 +165,7 @@ measure(Dir, Storage, N) ->
                       end),
     N = mnesia:table_info(?TAB, size),
     stopped = mnesia:stop(),
-    io:format(" ~.2f s~n", [ReopenS]),
-    maps:merge(
-      #{load_s => LoadS, load_rps => N / LoadS,
-        mem_erlang_mb => Mem / 1048576, mem_rss_mb => Rss / 1048576,
-        scan_s => ScanS, scan_rps => N / ScanS,
-        disc_mb => Disc / 1048576, reopen_s => ReopenS},
-      maps:merge(prefixed(read_dirty, ReadD),
-                 maps:merge(prefixed(read_tx, ReadT),
-                            maps:merge(prefixed(write1, W1), prefixed(write16, W16))))).
+    #{disc_mb => Disc / 1048576, reopen_s => ReopenS}.
 
 prefixed(P, M) ->
     maps:from_list([{list_to_atom(atom_to_list(P) ++ "_" ++ atom_to_list(K)), V}
@@ -257,6 +277,12 @@ rss() ->
 dir_bytes(Dir) ->
     {ok, Names} = file:list_dir(Dir),
     lists:sum([filelib:file_size(filename:join(Dir, F)) || F <- Names]).
+
+loadavg() ->
+    case file:read_file("/proc/loadavg") of
+        {ok, Bin} -> lists:join(" ", lists:sublist(string:lexemes(binary_to_list(Bin), " "), 3));
+        _ -> "unknown"
+    end.
 
 cpu_model() ->
     case file:read_file("/proc/cpuinfo") of
