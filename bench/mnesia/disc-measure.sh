@@ -25,14 +25,14 @@
 #                                       reopen; one VM per storage type
 #                                       (fraghash_bench_redb; default 100000
 #                                       records, a few minutes; --full:
-#                                       100000 and 1000000, about 15 minutes;
+#                                       100000 and 1000000, about 10 minutes;
 #                                       --big: one table of about 3 GB
 #                                       (FRAGHASH_REDB_BENCH_BIG_RECORDS,
 #                                       default 15000000), redb_copies only
 #                                       unless FRAGHASH_REDB_BENCH_STORAGE
 #                                       says otherwise (dets files stop at
-#                                       2 GB), an hour or more, 10 GB of disc:
-#                                       not for CI)
+#                                       2 GB), an hour or more, several GB of
+#                                       disc: not for CI)
 # Environment: scripts/build-nif.sh's variables; for redb,
 # FRAGHASH_REDB_BENCH_STORAGE (comma-separated storage types, default all
 # three). The tables live in TMPDIR (default /tmp): the figures are that
