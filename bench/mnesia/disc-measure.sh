@@ -16,7 +16,27 @@
 #                                       or all; a few minutes at the
 #                                       defaults, an hour or more at
 #                                       3000000 records and all modules)
-# Environment: scripts/build-nif.sh's variables.
+#   bench/mnesia/disc-measure.sh redb [--full | --big | RECORDS...]
+#                                       the redb_copies backend against
+#                                       disc_only_copies and disc_copies on a
+#                                       set table of records of ~100 bytes:
+#                                       load, reads, writes (1 and 16
+#                                       writers), full select scan, memory,
+#                                       reopen; one VM per storage type
+#                                       (fraghash_bench_redb; default 100000
+#                                       records, a few minutes; --full:
+#                                       100000 and 1000000, about 10 minutes;
+#                                       --big: one table of about 3 GB
+#                                       (FRAGHASH_REDB_BENCH_BIG_RECORDS,
+#                                       default 15000000), redb_copies only
+#                                       unless FRAGHASH_REDB_BENCH_STORAGE
+#                                       says otherwise (dets files stop at
+#                                       2 GB), an hour or more, several GB of
+#                                       disc: not for CI)
+# Environment: scripts/build-nif.sh's variables; for redb,
+# FRAGHASH_REDB_BENCH_STORAGE (comma-separated storage types, default all
+# three). The tables live in TMPDIR (default /tmp): the figures are that
+# file system's.
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 what=${1:-}
@@ -48,8 +68,22 @@ case "$what" in
             | grep -v -e 'WARNING' -e 'overloaded' -e 'INFO REPORT' -e 'application: mnesia' \
                       -e 'exited: stopped' -e 'type: temporary' -e '^ *$'
         ;;
+    redb)
+        shift
+        storage=redb_copies,disc_only_copies,disc_copies
+        case "${1:-}" in
+            --full) sizes="100000,1000000" ;;
+            --big) sizes=${FRAGHASH_REDB_BENCH_BIG_RECORDS:-15000000}; storage=redb_copies ;;
+            "") sizes=100000 ;;
+            *) sizes=$(echo "$@" | tr ' ' ',') ;;
+        esac
+        storage=${FRAGHASH_REDB_BENCH_STORAGE:-$storage}
+        erl -noshell -pa "$lib/ebin" "$lib/bench/mnesia" \
+            -eval "fraghash_bench_redb:run(\"$tmp\", [$sizes], [$storage]), halt()."
+        ;;
     *)
-        echo "usage: $0 torture [KILLS] | relieve | growth [RECORDS] [MODULES] [REPS] [STORAGE]" >&2
+        echo "usage: $0 torture [KILLS] | relieve | growth [RECORDS] [MODULES] [REPS] [STORAGE]" \
+             "| redb [--full | --big | RECORDS...]" >&2
         exit 2
         ;;
 esac

@@ -1,0 +1,369 @@
+%% @doc The `redb_copies' backend ({@link fraghash_redb_copies}) against
+%% Mnesia's `disc_only_copies' (dets) and `disc_copies' (ets plus log), in
+%% one run: the same plain `set' table of `N' records on each, measured
+%% the same way, one storage type after the other. Run by
+%% `bench/mnesia/disc-measure.sh redb'.
+%%
+%% == Set-up ==
+%% Each storage type gets a VM of its own (a `peer' node started from this
+%% one, so the memory figures are that type's alone; all three live through
+%% the whole size) with a fresh Mnesia directory, the backend registered (`fraghash_redb_copies:register/0',
+%% for every type alike) and one table `bench' with attributes `[key, val]':
+%% keys the integers 1..N, values 100 random bytes (a record is about 120
+%% bytes in external format). Every key drawn below is uniform in 1..N and
+%% exists; a read that finds nothing stops the run.
+%%
+%% == What is measured, in this order ==
+%% The three VMs load their tables one after the other; every later phase
+%% then runs on the three in turn (the order turning by one each phase),
+%% so that the figures compared on one line were taken within seconds of
+%% each other on a machine shared with other work. The load average of
+%% the machine is printed before and after.
+%% <ol>
+%% <li>Load: the N records written by ?LOADERS processes, each in
+%% transactions of ?LOAD_BATCH records (batches dealt round-robin); wall
+%% time and records/s.</li>
+%% <li>Memory after the load: `erlang:memory(total)' and the VM's resident
+%% set (`VmRSS' of `/proc/self/status'), in MB.</li>
+%% <li>Reads: one process, each read one `mnesia:read/2' in its own
+%% `mnesia:activity(async_dirty, _)', then the same in `transaction';
+%% ops/s, median and 99th percentile latency (µs) of the whole activity.</li>
+%% <li>Full scan: `mnesia:select(bench, [{'_', [], ['$_']}])' in one
+%% `async_dirty' activity (every record returned in one list); seconds and
+%% records/s.</li>
+%% <li>Writes: transactions of one `mnesia:write/1' each, overwriting a
+%% random key with a fresh value, by 1 writer, then by 16 concurrent ones;
+%% total writes/s and p99 latency (µs) of a transaction.</li>
+%% <li>Disc: the size of Mnesia's directory once Mnesia is stopped.</li>
+%% <li>Reopen: `mnesia:start()' until `mnesia:wait_for_tables([bench],
+%% infinity)' returns (the backend is in the schema, so Mnesia starts it
+%% itself); the table's size is checked afterwards.</li>
+%% </ol>
+%% Every read and write phase stops after ?SECONDS s or ?MAX_OPS operations,
+%% whichever comes first, so a run's length grows with N only through the
+%% load, the scan and the reopen.
+%%
+%% Durability differs and the figures should be read with it: a
+%% `redb_copies' write is synced to disc before its transaction returns
+%% (concurrent writers share syncs); a `disc_copies' or `disc_only_copies'
+%% write is in Mnesia's log (`LATEST.LOG', written through `disk_log',
+%% not synced per transaction) and the table when it returns.
+%%
+%% == Output ==
+%% Per size, a Markdown table: one row per figure, one column per storage
+%% type, then `redb / disc_only' and `redb / disc_copies' (the `redb_copies'
+%% figure divided by the other's; the last column says whether higher or
+%% lower is better), and one JSON line starting with `{"bench":"redb"' with
+%% every figure, for scripts.
+-module(fraghash_bench_redb).
+
+-export([run/2, run/3, phase/1]).
+
+-define(TAB, bench).
+-define(VALUE_BYTES, 100).
+-define(LOADERS, 16).
+-define(LOAD_BATCH, 1000).
+-define(SECONDS, 5).
+-define(MAX_OPS, 1000000).
+-define(WRITERS, 16).
+-define(ALL, [redb_copies, disc_only_copies, disc_copies]).
+
+%% @doc Every storage type, for each of `Sizes' (records), in scratch
+%% directories under `Dir' (removed after each size).
+-spec run(string(), [pos_integer()]) -> ok.
+run(Dir, Sizes) ->
+    run(Dir, Sizes, ?ALL).
+
+%% @doc As {@link run/2} for the storage types `Storages' (a subset of
+%% `redb_copies', `disc_only_copies', `disc_copies'); a ratio whose
+%% types were not measured is printed as `-'.
+-spec run(string(), [pos_integer()], [atom()]) -> ok.
+run(Dir, Sizes, Storages) ->
+    ok = io:setopts([{encoding, unicode}]),
+    io:format("~nMnesia set table, integer keys, ~b-byte random binary values; "
+              "~b cores (~s), OTP ~s, Mnesia ~s~n",
+              [?VALUE_BYTES, erlang:system_info(logical_processors_available),
+               cpu_model(), erlang:system_info(otp_release), mnesia_vsn()]),
+    lists:foreach(fun(N) -> one_size(Dir, N, Storages) end, Sizes).
+
+one_size(Dir, N, Storages) ->
+    io:format("~n~s records; load average before: ~s~n", [thousands(N), loadavg()]),
+    Peers = [{S, start_peer()} || S <- Storages],
+    try
+        Loaded = [{S, peer:call(P, ?MODULE, phase, [{load, sub(Dir, S, N), S, N}], infinity)}
+                  || {S, P} <- Peers],
+        %% The other phases one storage type after the other, so that all
+        %% three meet the same moment of a shared machine; the order turns
+        %% by one each phase.
+        Phases = [read_dirty, read_tx, scan, write1, write16, reopen],
+        Timed = [begin
+                     Shift = (I - 1) rem length(Peers),
+                     {A, B} = lists:split(Shift, Peers),
+                     [{S, peer:call(P, ?MODULE, phase, [{Phase, N}], infinity)} || {S, P} <- B ++ A]
+                 end || {I, Phase} <- lists:zip(lists:seq(1, length(Phases)), Phases)],
+        Results = [{S, lists:foldl(fun maps:merge/2, L,
+                                   [M || Round <- Timed, {S2, M} <- Round, S2 =:= S])}
+                   || {S, L} <- Loaded],
+        io:format("load average after: ~s~n", [loadavg()]),
+        print(N, Results),
+        io:format("~s~n", [json(N, Results)])
+    after
+        [peer:stop(P) || {_, P} <- Peers],
+        [file:del_dir_r(sub(Dir, S, N)) || S <- Storages]
+    end.
+
+sub(Dir, Storage, N) ->
+    filename:join(Dir, io_lib:format("~s-~b", [Storage, N])).
+
+%% A VM of its own per storage type, so that its memory is that type's.
+start_peer() ->
+    Paths = lists:usort([filename:dirname(code:which(M)) || M <- [?MODULE, fraghash_redb_copies]]),
+    Args = lists:append([["-pa", P] || P <- Paths]) ++ ["-kernel", "logger_level", "error"],
+    {ok, Peer, _} = peer:start_link(#{connection => standard_io, args => Args}),
+    Peer.
+
+%% @doc One phase of the measurement (see the module documentation) on
+%% this node, a map of its figures; called in a peer node by run/3.
+%% `{load, Dir, Storage, N}' starts a fresh Mnesia in `Dir' and loads the
+%% table; `reopen' leaves Mnesia stopped.
+-spec phase(tuple()) -> #{atom() => number()}.
+phase({load, Dir, Storage, N}) ->
+    ok = application:set_env(mnesia, dir, Dir),
+    ok = mnesia:create_schema([node()]),
+    ok = mnesia:start(),
+    {atomic, ok} = fraghash_redb_copies:register(),
+    {atomic, ok} = mnesia:create_table(?TAB, [{Storage, [node()]}, {type, set},
+                                              {attributes, [key, val]}]),
+    LoadS = seconds(fun() -> load(N) end),
+    N = mnesia:table_info(?TAB, size),
+    true = erlang:garbage_collect(),
+    io:format("  ~s: loaded in ~.1f s~n", [Storage, LoadS]),
+    #{load_s => LoadS, load_rps => N / LoadS,
+      mem_erlang_mb => erlang:memory(total) / 1048576, mem_rss_mb => rss() / 1048576};
+phase({read_dirty, N}) ->
+    prefixed(read_dirty, reads(async_dirty, N));
+phase({read_tx, N}) ->
+    prefixed(read_tx, reads(transaction, N));
+phase({scan, N}) ->
+    {ScanS, N} = timed(fun() ->
+                               length(mnesia:activity(async_dirty, fun() ->
+                                   mnesia:select(?TAB, [{'_', [], ['$_']}]) end))
+                       end),
+    true = erlang:garbage_collect(),
+    #{scan_s => ScanS, scan_rps => N / ScanS};
+phase({write1, N}) ->
+    prefixed(write1, writes(1, N));
+phase({write16, N}) ->
+    prefixed(write16, writes(?WRITERS, N));
+phase({reopen, N}) ->
+    Dir = mnesia:system_info(directory),
+    stopped = mnesia:stop(),
+    Disc = dir_bytes(Dir),
+    ReopenS = seconds(fun() ->
+                              ok = mnesia:start(),
+                              ok = mnesia:wait_for_tables([?TAB], infinity)
+                      end),
+    N = mnesia:table_info(?TAB, size),
+    stopped = mnesia:stop(),
+    #{disc_mb => Disc / 1048576, reopen_s => ReopenS}.
+
+prefixed(P, M) ->
+    maps:from_list([{list_to_atom(atom_to_list(P) ++ "_" ++ atom_to_list(K)), V}
+                    || {K, V} <- maps:to_list(M)]).
+
+%%% Phases
+
+load(N) ->
+    Batches = (N + ?LOAD_BATCH - 1) div ?LOAD_BATCH,
+    Parent = self(),
+    Pids = [spawn_link(fun() -> loader(I, Batches, N), Parent ! {loaded, self()} end)
+            || I <- lists:seq(0, ?LOADERS - 1)],
+    [receive {loaded, P} -> ok end || P <- Pids],
+    ok.
+
+%% Batches I, I + LOADERS, ... of keys 1..N.
+loader(I, Batches, _N) when I >= Batches ->
+    ok;
+loader(I, Batches, N) ->
+    From = I * ?LOAD_BATCH + 1,
+    To = min(N, From + ?LOAD_BATCH - 1),
+    Recs = [{?TAB, K, value()} || K <- lists:seq(From, To)],
+    {atomic, ok} = mnesia:transaction(fun() -> lists:foreach(fun mnesia:write/1, Recs) end),
+    loader(I + ?LOADERS, Batches, N).
+
+reads(Kind, N) ->
+    Deadline = deadline(),
+    T0 = now_ns(),
+    Lat = read_loop(Kind, N, Deadline, 0, []),
+    stats(length(Lat), now_ns() - T0, Lat).
+
+read_loop(Kind, N, Deadline, Ops, Acc) ->
+    case Ops >= ?MAX_OPS orelse now_ns() >= Deadline of
+        true ->
+            Acc;
+        false ->
+            K = rand:uniform(N),
+            T0 = now_ns(),
+            [_] = mnesia:activity(Kind, fun() -> mnesia:read(?TAB, K) end),
+            T1 = now_ns(),
+            read_loop(Kind, N, Deadline, Ops + 1, [T1 - T0 | Acc])
+    end.
+
+writes(Writers, N) ->
+    Deadline = deadline(),
+    Parent = self(),
+    T0 = now_ns(),
+    Pids = [spawn_link(fun() ->
+                               Lat = write_loop(N, Deadline, ?MAX_OPS div Writers, []),
+                               Parent ! {written, self(), Lat}
+                       end) || _ <- lists:seq(1, Writers)],
+    Lat = lists:append([receive {written, P, L} -> L end || P <- Pids]),
+    stats(length(Lat), now_ns() - T0, Lat).
+
+write_loop(_N, _Deadline, 0, Acc) ->
+    Acc;
+write_loop(N, Deadline, Left, Acc) ->
+    case now_ns() >= Deadline of
+        true ->
+            Acc;
+        false ->
+            Rec = {?TAB, rand:uniform(N), value()},
+            T0 = now_ns(),
+            {atomic, ok} = mnesia:transaction(fun() -> mnesia:write(Rec) end),
+            T1 = now_ns(),
+            write_loop(N, Deadline, Left - 1, [T1 - T0 | Acc])
+    end.
+
+%% ops/s over the phase's wall time; latencies in µs.
+stats(Ops, WallNs, Lat) ->
+    Sorted = list_to_tuple(lists:sort(Lat)),
+    #{ops => Ops, ops_s => Ops / (WallNs / 1.0e9),
+      median_us => pct(Sorted, 0.5) / 1000, p99_us => pct(Sorted, 0.99) / 1000}.
+
+pct(Sorted, P) ->
+    element(max(1, ceil(P * tuple_size(Sorted))), Sorted).
+
+%%% Helpers
+
+value() ->
+    crypto:strong_rand_bytes(?VALUE_BYTES).
+
+deadline() ->
+    now_ns() + ?SECONDS * 1000000000.
+
+now_ns() ->
+    erlang:monotonic_time(nanosecond).
+
+seconds(F) ->
+    element(1, timed(F)).
+
+timed(F) ->
+    T0 = now_ns(),
+    R = F(),
+    {(now_ns() - T0) / 1.0e9, R}.
+
+%% The VM's resident set, in bytes (0 where /proc is not there).
+rss() ->
+    case file:read_file("/proc/self/status") of
+        {ok, Bin} ->
+            case re:run(Bin, "VmRSS:\\s+(\\d+) kB", [{capture, all_but_first, list}]) of
+                {match, [Kb]} -> list_to_integer(Kb) * 1024;
+                nomatch -> 0
+            end;
+        _ ->
+            0
+    end.
+
+dir_bytes(Dir) ->
+    {ok, Names} = file:list_dir(Dir),
+    lists:sum([filelib:file_size(filename:join(Dir, F)) || F <- Names]).
+
+loadavg() ->
+    case file:read_file("/proc/loadavg") of
+        {ok, Bin} -> lists:join(" ", lists:sublist(string:lexemes(binary_to_list(Bin), " "), 3));
+        _ -> "unknown"
+    end.
+
+cpu_model() ->
+    case file:read_file("/proc/cpuinfo") of
+        {ok, Bin} ->
+            case re:run(Bin, "model name\\s*:\\s*([^\\n]+)", [{capture, all_but_first, list}]) of
+                {match, [M]} -> M;
+                nomatch -> "cpu unknown"
+            end;
+        _ ->
+            "cpu unknown"
+    end.
+
+mnesia_vsn() ->
+    _ = application:load(mnesia),
+    {ok, V} = application:get_key(mnesia, vsn),
+    V.
+
+%%% Output
+
+%% {Label, Key, Format, Better}
+rows() ->
+    [{"load, s", load_s, 2, lower},
+     {"load, records/s", load_rps, 0, higher},
+     {"memory after load, erlang:memory(total) MB", mem_erlang_mb, 1, lower},
+     {"memory after load, VmRSS MB", mem_rss_mb, 1, lower},
+     {"read async_dirty, ops/s", read_dirty_ops_s, 0, higher},
+     {"read async_dirty, median µs", read_dirty_median_us, 1, lower},
+     {"read async_dirty, p99 µs", read_dirty_p99_us, 1, lower},
+     {"read transaction, ops/s", read_tx_ops_s, 0, higher},
+     {"read transaction, median µs", read_tx_median_us, 1, lower},
+     {"read transaction, p99 µs", read_tx_p99_us, 1, lower},
+     {"full select scan, s", scan_s, 2, lower},
+     {"full select scan, records/s", scan_rps, 0, higher},
+     {"write, 1 writer, writes/s", write1_ops_s, 0, higher},
+     {"write, 1 writer, p99 µs", write1_p99_us, 1, lower},
+     {"write, 16 writers, writes/s", write16_ops_s, 0, higher},
+     {"write, 16 writers, p99 µs", write16_p99_us, 1, lower},
+     {"disc, MB", disc_mb, 1, lower},
+     {"reopen, s", reopen_s, 2, lower}].
+
+print(N, Results) ->
+    Names = [S || {S, _} <- Results],
+    io:format("~n~s records~n~n| | ~s | redb / disc_only | redb / disc_copies | better |~n"
+              "|---|~s---:|---:|---|~n",
+              [thousands(N), lists:join(" | ", [atom_to_list(S) || S <- Names]),
+               lists:append(["---:|" || _ <- Names])]),
+    lists:foreach(
+      fun({Label, Key, Digits, Better}) ->
+              Vals = [maps:get(Key, R) || {_, R} <- Results],
+              Ratio = fun(Other) -> ratio(Results, Key, Other) end,
+              io:format("| ~ts | ~s | ~s | ~s | ~s |~n",
+                        [Label, lists:join(" | ", [num(V, Digits) || V <- Vals]),
+                         Ratio(disc_only_copies), Ratio(disc_copies), Better])
+      end, rows()).
+
+ratio(Results, Key, Other) ->
+    case {lists:keyfind(redb_copies, 1, Results), lists:keyfind(Other, 1, Results)} of
+        {{_, R}, {_, O}} ->
+            case maps:get(Key, O) of
+                Zero when Zero == 0 -> "-";
+                V -> io_lib:format("~.2f", [maps:get(Key, R) / V])
+            end;
+        _ ->
+            "-"
+    end.
+
+num(V, 0) -> thousands(round(V));
+num(V, Digits) -> io_lib:format("~.*f", [Digits, float(V)]).
+
+thousands(N) when is_integer(N), N < 0 -> "-" ++ thousands(-N);
+thousands(N) when is_integer(N), N < 1000 -> integer_to_list(N);
+thousands(N) when is_integer(N) -> thousands(N div 1000) ++ io_lib:format(",~3..0b", [N rem 1000]).
+
+json(N, Results) ->
+    Obj = fun(M) ->
+                  ["{", lists:join(",", [io_lib:format("\"~s\":~s", [K, jnum(V)])
+                                         || {K, V} <- lists:sort(maps:to_list(M))]), "}"]
+          end,
+    ["{\"bench\":\"redb\",\"records\":", integer_to_list(N), ",\"value_bytes\":",
+     integer_to_list(?VALUE_BYTES), ",\"results\":{",
+     lists:join(",", [["\"", atom_to_list(S), "\":", Obj(R)] || {S, R} <- Results]), "}}"].
+
+jnum(V) when is_integer(V) -> integer_to_list(V);
+jnum(V) -> float_to_list(V, [{decimals, 3}, compact]).
