@@ -160,7 +160,9 @@ start_link(Path) ->
 init(Path) ->
     process_flag(trap_exit, true),
     ok = filelib:ensure_dir(Path),
-    case fraghash_redb_nif:open(unicode:characters_to_binary(Path), #{}) of
+    %% redb's page cache: reads stay at memory speed while the file fits.
+    Cache = application:get_env(fraghash, redb_cache_bytes, 64 bsl 20),
+    case fraghash_redb_nif:open(unicode:characters_to_binary(Path), #{cache_bytes => Cache}) of
         {ok, Db} ->
             %% Tables whose log replay is under way (see
             %% fraghash_redb_copies:load_table/4): owned here, so it lives
