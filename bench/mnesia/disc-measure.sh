@@ -35,8 +35,9 @@
 #                                       disc: not for CI)
 # Environment: scripts/build-nif.sh's variables; for redb,
 # FRAGHASH_REDB_BENCH_STORAGE (comma-separated storage types, default all
-# three). The tables live in TMPDIR (default /tmp): the figures are that
-# file system's.
+# three); for growth, FRAGHASH_BENCH_DUMP_THRESHOLD (Mnesia's
+# dump_log_write_threshold, default 1000). The tables live in TMPDIR
+# (default /tmp): the figures are that file system's.
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 what=${1:-}

@@ -55,12 +55,20 @@ run(Dir) ->
 run(Dir, Records, Modules, Reps, Storage) ->
     ok = application:set_env(mnesia, dir, Dir),
     ok = application:set_env(fraghash, allow_unsafe_change_table_frag, true),
+    %% Mnesia dumps its log every `dump_log_write_threshold' writes (1,000
+    %% by default); FRAGHASH_BENCH_DUMP_THRESHOLD sets it, to see what the
+    %% queue of dumps that fast writers build does to the schema commits.
+    Threshold = case os:getenv("FRAGHASH_BENCH_DUMP_THRESHOLD") of
+                    false -> 1000;
+                    V -> list_to_integer(V)
+                end,
+    ok = application:set_env(mnesia, dump_log_write_threshold, Threshold),
     ok = mnesia:create_schema([node()]),
     ok = mnesia:start(),
     ok = fraghash_journal:ensure(),
     io:format("~n~s, ~s records, 50 -> 51 fragments, ~b writers (transactions) and "
-              "1 reader (async_dirty) on random keys~n~n",
-              [Storage, thousands(Records), ?WRITERS]),
+              "1 reader (async_dirty) on random keys, dump_log_write_threshold ~b~n~n",
+              [Storage, thousands(Records), ?WRITERS, Threshold]),
     io:format("| module | path | wall s | scanned | moved | writes during | write rate "
               "vs before | longest write ms | p99 write ms | reads | misses | failures |~n"
               "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|~n"),
