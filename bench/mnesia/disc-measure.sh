@@ -35,7 +35,8 @@
 #                                       disc: not for CI)
 # Environment: scripts/build-nif.sh's variables; for redb,
 # FRAGHASH_REDB_BENCH_STORAGE (comma-separated storage types, default all
-# three); for growth, FRAGHASH_BENCH_DUMP_THRESHOLD (Mnesia's
+# three) and FRAGHASH_REDB_CACHE_BYTES (redb's page cache, default
+# 64 MiB); for growth, FRAGHASH_BENCH_DUMP_THRESHOLD (Mnesia's
 # dump_log_write_threshold, default 1000). The tables live in TMPDIR
 # (default /tmp): the figures are that file system's.
 set -eu

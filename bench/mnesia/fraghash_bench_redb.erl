@@ -129,6 +129,11 @@ start_peer() ->
 -spec phase(tuple()) -> #{atom() => number()}.
 phase({load, Dir, Storage, N}) ->
     ok = application:set_env(mnesia, dir, Dir),
+    %% redb's page cache (the fraghash application's redb_cache_bytes).
+    case os:getenv("FRAGHASH_REDB_CACHE_BYTES") of
+        false -> ok;
+        Bytes -> ok = application:set_env(fraghash, redb_cache_bytes, list_to_integer(Bytes))
+    end,
     ok = mnesia:create_schema([node()]),
     ok = mnesia:start(),
     {atomic, ok} = fraghash_redb_copies:register(),
