@@ -1,0 +1,136 @@
+%% @doc What a fragmented table looks like, for people and monitoring:
+%% records and bytes per fragment and how even they are
+%% ({@link distribution/1}), and the hash module, state and fragment count
+%% ({@link info/1}). Reads only; `fraghash_frag' offers both.
+-module(fraghash_frag_info).
+
+-export([distribution/1, info/1, fragment_size/1]).
+
+-include("fraghash.hrl").
+
+%% @doc Records and bytes per fragment, and how even they are: `records',
+%% `bytes' (totals), `mean' (records per fragment), `stddev' (population
+%% standard deviation of the records per fragment), `binomial_floor'
+%% (`sqrt(M * p * (1 - p))' with `p = 1/N': the spread a perfect hash still
+%% shows by chance; a stddev near it is as even as hashing can be),
+%% `min', `max', `max_over_mean', and `fragments', one map per fragment
+%% (`fragment', `table', `records', `bytes', `storage', `node'). Bytes are
+%% memory for `ram_copies' and `disc_copies' fragments, the file for
+%% `disc_only_copies' ones, and the records' bytes in the database for
+%% `redb_copies' ones (keys and values as stored; `storage' is then
+%% `{ext, redb_copies, fraghash_redb_copies}'). Each fragment is measured
+%% where Mnesia reads it; the counts are Mnesia's, so they are exact only
+%% while nobody writes.
+-spec distribution(atom()) -> map() | {error, {fraghash, no_such_table, string()}}.
+distribution(Tab) ->
+    case table_hash(Tab) of
+        {error, _} = Error -> Error;
+        {_Mod, _State, N} -> distribution(Tab, N)
+    end.
+
+distribution(Tab, N) ->
+    Frags = [fragment_info(I, fraghash_tab:frag_name(Tab, I)) || I <- lists:seq(1, N)],
+    Counts = [maps:get(records, F) || F <- Frags],
+    M = lists:sum(Counts),
+    Mean = M / N,
+    Var = lists:sum([(C - Mean) * (C - Mean) || C <- Counts]) / N,
+    P = 1 / N,
+    #{table => Tab,
+      n_fragments => N,
+      records => M,
+      bytes => lists:sum([maps:get(bytes, F) || F <- Frags]),
+      mean => Mean,
+      stddev => math:sqrt(Var),
+      binomial_floor => math:sqrt(M * P * (1 - P)),
+      min => lists:min(Counts),
+      max => lists:max(Counts),
+      max_over_mean => case M of 0 -> 0.0; _ -> lists:max(Counts) / Mean end,
+      fragments => Frags}.
+
+%% @doc A fragmented table's hash module, fragment count and hash state:
+%% `hash_module', `n_fragments', `hash_state_bytes' (the size of the state,
+%% which Mnesia copies on every read and write), and for fraghash's
+%% modules `scheme' (`slots', `chash', `jump' or `linear') and `state' (the
+%% scheme's own description: spec, fragments, memory of the built table;
+%% for `slots' its slot count and slots per fragment). A table created with
+%% `{foreign_key, {Master, Attr}}' also has `master' and `co_located':
+%% whether its hash module and state place every key where the master's
+%% do (see docs/mnesia-foreign-keys.md).
+-spec info(atom()) -> map() | {error, {fraghash, no_such_table, string()}}.
+info(Tab) ->
+    case table_hash(Tab) of
+        {error, _} = Error -> Error;
+        {none, none, 1} -> #{table => Tab, hash_module => none, n_fragments => 1};
+        {Mod, State, N} -> info(Tab, Mod, State, N)
+    end.
+
+info(Tab, Mod, State, N) ->
+    Base0 = #{table => Tab,
+              hash_module => Mod,
+              n_fragments => N,
+              hash_state_bytes => state_bytes(State)},
+    Base = case lists:keyfind(foreign_key, 1, mnesia:table_info(Tab, frag_properties)) of
+               {foreign_key, {Master, _}} ->
+                   {MMod, MState, _} = fraghash_tab:hash(Master),
+                   Base0#{master => Master,
+                          co_located => fraghash_mnesia:same_placement({Mod, State},
+                                                                       {MMod, MState})};
+               _ ->
+                   Base0
+           end,
+    case fraghash_state:decode(State) of
+        {ok, #fraghash_state{scheme = Scheme}} ->
+            Base#{scheme => Scheme, state => fraghash_mnesia:info(State)};
+        {error, _} ->
+            Base
+    end.
+
+%% The hash state's size: a binary's bytes (fraghash's states), else the
+%% term's heap size.
+state_bytes(State) when is_binary(State) -> byte_size(State);
+state_bytes(State) -> erts_debug:flat_size(State) * erlang:system_info(wordsize).
+
+%% @doc One fragment's records, bytes and storage type on this node
+%% (`{Records, Bytes, Storage}'); called on the node that holds it.
+-spec fragment_size(atom()) -> {non_neg_integer(), non_neg_integer(), atom()}.
+fragment_size(Frag) ->
+    Storage = mnesia:table_info(Frag, storage_type),
+    Records = mnesia:table_info(Frag, size),
+    Memory = mnesia:table_info(Frag, memory),
+    %% ets reports words; dets and the storage backends (redb_copies),
+    %% bytes on disc.
+    Bytes = case Storage of
+                disc_copies -> Memory * erlang:system_info(wordsize);
+                ram_copies -> Memory * erlang:system_info(wordsize);
+                _ -> Memory
+            end,
+    {Records, Bytes, Storage}.
+
+fragment_info(I, Frag) ->
+    Node = mnesia:table_info(Frag, where_to_read),
+    {Records, Bytes, Storage} =
+        case Node =:= node() of
+            true -> fragment_size(Frag);
+            false ->
+                case rpc:call(Node, ?MODULE, fragment_size, [Frag]) of
+                    {badrpc, Reason} -> error({fraghash, unreachable, {Frag, Node, Reason}});
+                    Size -> Size
+                end
+        end,
+    #{fragment => I, table => Frag, records => Records, bytes => Bytes,
+      storage => Storage, node => Node}.
+
+%% The table's hash, for inspection: a table that is not fragmented is
+%% one fragment of its own (`{none, none, 1}'); a missing one an error with a reason.
+table_hash(Tab) ->
+    case lists:member(Tab, mnesia:system_info(tables)) of
+        false ->
+            {error, {fraghash, no_such_table,
+                     lists:flatten(io_lib:format("no table ~s in this node's schema", [Tab]))}};
+        true ->
+            case mnesia:table_info(Tab, frag_properties) of
+                [] -> {none, none, 1};
+                _ -> fraghash_tab:hash(Tab)
+            end
+    end.
+
