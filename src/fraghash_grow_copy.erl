@@ -125,38 +125,77 @@ fix(Where, Planned, Moved) ->
 %% exactly the records of the last copy is taken for none; its value was
 %% the source's too, unless a writer routed with the old state changed that
 %% later still.) With `DeleteOld', the moving records then leave their
-%% source. Each batch of 500 items commits with the journal's progress
-%% mark, so that an item whose source copy this removed is never taken,
-%% after a crash, for one a writer deleted.
+%% source.
+%%
+%% Items go in batches of 500, each in three transactions, each begun once
+%% the one before is durable: the destinations get their values; the
+%% journal's progress mark moves past the batch; the sources lose their
+%% moving records. A kill can cut any of them short, and on a storage
+%% backend (`redb_copies') short means applied in part: Mnesia hands a
+%% committed transaction to a backend record by record. Every state left
+%% is one a later run reads right. Before the mark, every source still
+%% holds its records, so the batch is reconciled again from them (a
+%% destination holds its old value or its new one, never nothing: a set's
+%% value is overwritten, not deleted first). Past the mark, the
+%% destinations hold the values, and a source left without its records
+%% lost them to this operation, never to a writer: such items are not
+%% taken again (`not_done/2'), and those whose source still holds records
+%% find the destination already equal to them and only lose the source's.
 -spec reconcile(atom(), where(), [fraghash_grow_group:item()], moved(), boolean()) -> ok.
 reconcile(Tab, Where, Items, Moved, DeleteOld) ->
-    {atomic, ok} =
-        fraghash_tab:batches(
-          fun({last, I}) ->
-                  fraghash_journal:write_progress(Tab, I);
-             ({S, K} = I) ->
-                  All = mnesia:read(S, K, write),
-                  Here = moving(Where, I, All),
-                  Copy = maps:get(I, Moved, []),
-                  Place = maps:get(S, Where),
-                  [begin
-                       There = lists:sort(mnesia:read(D, K, write)),
-                       Mine = [R || R <- Here, Place(R) =:= D],
-                       case There =:= [R || R <- Copy, Place(R) =:= D] andalso Mine =/= There of
-                           true ->
-                               ok = mnesia:delete(D, K, write),
-                               [ok = mnesia:write(D, R, write) || R <- Mine];
-                           false ->
-                               ok
-                       end
-                   end || D <- dests(Where, I, Here, Moved)],
-                  case DeleteOld andalso Here =/= [] of
-                      false -> ok;
-                      true when length(Here) =:= length(All) -> ok = mnesia:delete(S, K, write);
-                      true -> [ok = mnesia:delete_object(S, R, write) || R <- Here]
-                  end
-          end, with_marks(lists:usort(Items))),
+    lists:foreach(fun(Batch) -> ok = reconcile_batch(Tab, Where, Batch, Moved, DeleteOld) end,
+                  chunks(lists:usort(Items))).
+
+reconcile_batch(Tab, Where, Batch, Moved, DeleteOld) ->
+    Tables = lists:usort([S || {S, _K} <- Batch]),
+    {atomic, ok} = mnesia:sync_transaction(
+                     fun() -> lists:foreach(fun(I) -> settle_dests(Where, I, Moved) end, Batch) end),
+    {atomic, ok} = mnesia:sync_transaction(
+                     fun() -> fraghash_journal:write_progress(Tab, lists:last(Batch)) end),
+    %% The journal is on every disc node: its sync covers the
+    %% destinations' log records too.
+    ok = fraghash_durable:tables([fraghash_journal]),
+    case DeleteOld of
+        false ->
+            ok;
+        true ->
+            step(Tab, grow_marked),
+            {atomic, ok} = mnesia:sync_transaction(
+                             fun() -> lists:foreach(fun(I) -> leave_source(Where, I) end, Batch) end),
+            ok = fraghash_durable:tables(Tables)
+    end.
+
+%% Gives each destination of item `I' its value (see reconcile/5).
+settle_dests(Where, {S, K} = I, Moved) ->
+    Here = moving(Where, I, mnesia:read(S, K, write)),
+    Copy = maps:get(I, Moved, []),
+    Place = maps:get(S, Where),
+    [begin
+         There = lists:sort(mnesia:read(D, K, write)),
+         Mine = [R || R <- Here, Place(R) =:= D],
+         case There =:= [R || R <- Copy, Place(R) =:= D] andalso Mine =/= There of
+             false ->
+                 ok;
+             true when Mine =:= [] ->
+                 ok = mnesia:delete(D, K, write);
+             true ->
+                 %% A bag's records are replaced as a whole (bag fragments
+                 %% are never on a storage backend, so this commits whole);
+                 %% a set's one record is overwritten in place.
+                 [ok = mnesia:delete(D, K, write) || mnesia:table_info(D, type) =:= bag],
+                 [ok = mnesia:write(D, R, write) || R <- Mine]
+         end
+     end || D <- dests(Where, I, Here, Moved)],
     ok.
+
+%% Removes item `I''s moving records from its source.
+leave_source(Where, {S, K} = I) ->
+    All = mnesia:read(S, K, write),
+    case moving(Where, I, All) of
+        [] -> ok;
+        Here when length(Here) =:= length(All) -> ok = mnesia:delete(S, K, write);
+        Here -> [ok = mnesia:delete_object(S, R, write) || R <- Here], ok
+    end.
 
 %% @doc The items of `Moved' past the operation's progress mark.
 -spec not_done(atom(), moved()) -> [fraghash_grow_group:item()].
@@ -208,10 +247,9 @@ moves(Where, S, {Op, Rec, _}) when Op =:= write; Op =:= delete_object ->
 moves(_Where, _S, {delete, _, _}) ->
     false.
 
-%% Items in batches of fraghash_tab:batches/2's size, each batch ending
-%% with its progress mark.
-with_marks([]) ->
+%% Items in batches of ?BATCH.
+chunks([]) ->
     [];
-with_marks(Items) ->
-    {Batch, Rest} = lists:split(min(499, length(Items)), Items),
-    Batch ++ [{last, lists:last(Batch)} | with_marks(Rest)].
+chunks(Items) ->
+    {Batch, Rest} = lists:split(min(?BATCH, length(Items)), Items),
+    [Batch | chunks(Rest)].

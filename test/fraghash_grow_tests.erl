@@ -54,7 +54,7 @@ grow_test_() ->
               ++ [{timeout, ?T, {"stopped at " ++ atom_to_list(Step) ++ ", then recovered",
                                  fun() -> stopped_at(Step) end}}
                   || Step <- [grow_create, grow_copy, grow_switch, grow_switched, grow_clean,
-                              grow_done, grow_del_copy, grow_del_switch, grow_del_switched,
+                              grow_marked, grow_done, grow_del_copy, grow_del_switch, grow_del_switched,
                               grow_del_clean, grow_del_drop, grow_del_dropped,
                               grow_del_done]]}
      end}.
@@ -277,7 +277,8 @@ stopped_at(Step) ->
     ?assertEqual(ok, fraghash_frag:recover(Tab)),
     ?assertEqual(none, fraghash_journal:read(Tab)),
     {_, State, N} = fraghash_frag:hash(Tab),
-    Switched = lists:member(Step, [grow_switched, grow_clean, grow_done, grow_del_switched,
+    Switched = lists:member(Step, [grow_switched, grow_clean, grow_marked, grow_done,
+                                   grow_del_switched,
                                    grow_del_clean, grow_del_drop, grow_del_dropped,
                                    grow_del_done]),
     case Switched of
