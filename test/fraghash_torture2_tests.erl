@@ -322,7 +322,11 @@ check_all(#{dir := Dir}, Run, Cl) ->
              Sum = fun(Key) -> lists:sum([maps:get(Key, C) || {_, {C, _, _}, _} <- Per]) end,
              #{run => Run, tab => Tab, nodes => [{N, C} || {N, {C, _, _}, _} <- Per],
                checked => Sum(checked), ours => length(Ours),
-               ours_keys => [{K, maps:get(K, Exp, none)} || K <- lists:sublist(Ours, 5)],
+               %% What each node holds of the key, fragment by fragment,
+               %% and where the state routes it there.
+               ours_keys => [{K, maps:get(K, Exp, none),
+                              [{N, rpc:call(N, ?NODE, found, [Tab, K], ?WAIT_MS)} || N <- Nodes]}
+                             || K <- lists:sublist(Ours, 5)],
                control_lost => length(CtlBad),
                control_keys => [{K, maps:get(K, Exp, none)} || K <- lists:sublist(CtlBad, 5)],
                duplicates => Sum(duplicates), misplaced => Sum(misplaced),
