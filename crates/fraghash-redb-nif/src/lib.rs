@@ -410,12 +410,22 @@ fn chunk<'a>(
     }))
 }
 
+/// `{ok, N}`: a figure of table `tab` that `figure` reads.
+fn table_figure<'a>(
+    env: Env<'a>,
+    db: &DbResource,
+    tab: Binary<'a>,
+    figure: fn(&Db, &str) -> Result<u64, DbError>,
+) -> NifResult<Term<'a>> {
+    let tab = utf8(tab)?;
+    Ok(with_db(env, db, |d| {
+        Ok((atoms::ok(), figure(d, tab)?).encode(env))
+    }))
+}
+
 #[rustler::nif(schedule = "DirtyIo")]
 fn size<'a>(env: Env<'a>, db: ResourceArc<DbResource>, tab: Binary<'a>) -> NifResult<Term<'a>> {
-    let tab = utf8(tab)?;
-    Ok(with_db(env, &db, |d| {
-        Ok((atoms::ok(), d.len(tab)?).encode(env))
-    }))
+    table_figure(env, &db, tab, Db::len)
 }
 
 #[rustler::nif(schedule = "DirtyIo")]
@@ -424,10 +434,7 @@ fn stored_bytes<'a>(
     db: ResourceArc<DbResource>,
     tab: Binary<'a>,
 ) -> NifResult<Term<'a>> {
-    let tab = utf8(tab)?;
-    Ok(with_db(env, &db, |d| {
-        Ok((atoms::ok(), d.stored_bytes(tab)?).encode(env))
-    }))
+    table_figure(env, &db, tab, Db::stored_bytes)
 }
 
 rustler::init!("fraghash_redb_nif");
