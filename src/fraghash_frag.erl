@@ -101,31 +101,8 @@ del_frag(Tab) ->
 %% for it would never end. `recover/0' deletes it.
 -spec loadable_tables() -> [atom()].
 loadable_tables() ->
-    [T || T <- mnesia:system_info(tables), not beyond_count(T)].
-
-beyond_count(T) ->
-    case catch mnesia:table_info(T, frag_properties) of
-        Props when is_list(Props) ->
-            case lists:keyfind(base_table, 1, Props) of
-                {base_table, Base} when Base =/= T ->
-                    case catch fraghash_tab:hash(Base) of
-                        {_Mod, _State, N} -> number(Base, T) > N;
-                        _ -> false
-                    end;
-                _ ->
-                    false
-            end;
-        _ ->
-            false
-    end.
-
-%% The number of fragment table `Frag' of `Base' (Mnesia's naming).
-number(Base, Frag) ->
-    Prefix = atom_to_list(Base) ++ "_frag",
-    case lists:prefix(Prefix, atom_to_list(Frag)) of
-        true -> list_to_integer(lists:nthtail(length(Prefix), atom_to_list(Frag)));
-        false -> 0
-    end.
+    Orphans = [Frag || {_Base, Frag} <- fraghash_tab:orphans()],
+    [T || T <- mnesia:system_info(tables), not lists:member(T, Orphans)].
 
 %% @doc Finishes or undoes every operation a crash interrupted. Call it once
 %% after `mnesia:start()' and `mnesia:wait_for_tables(loadable_tables(), T)'

@@ -284,11 +284,7 @@ fragmented() ->
 %% table's lock, for tables with no journal entry.
 -spec sweep(atom()) -> ok | {error, term()}.
 sweep(Tab) ->
-    {_Mod, _S, N} = hash(Tab),
-    Prefix = atom_to_list(Tab) ++ "_frag",
-    Orphans = [F || F <- mnesia:system_info(tables),
-                    beyond(atom_to_list(F), Prefix, N),
-                    mnesia:table_info(F, frag_properties) =:= [{base_table, Tab}]],
+    Orphans = [F || {Base, F} <- fraghash_tab:orphans(), Base =:= Tab],
     try
         sweep(Tab, Orphans)
     catch
@@ -314,16 +310,6 @@ sweep(Tab, [Orphan | Rest]) ->
                                      "are not where their keys route (~0tp among them): copy "
                                      "what must stay into ~s, then delete the table",
                                      [Orphan, Tab, length(Elsewhere), K, Tab]))}}
-    end.
-
-%% Whether `Name' is `Prefix' followed by a fragment number above `N'.
-beyond(Name, Prefix, N) ->
-    case lists:prefix(Prefix, Name) of
-        false -> false;
-        true ->
-            Digits = lists:nthtail(length(Prefix), Name),
-            Digits =/= [] andalso lists:all(fun(C) -> C >= $0 andalso C =< $9 end, Digits)
-                andalso list_to_integer(Digits) > N
     end.
 
 %% Every one of `Records' is among `There' (all of a bag key's records).

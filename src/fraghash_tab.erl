@@ -6,7 +6,8 @@
 %% every arrow of the growth path points down to here.
 -module(fraghash_tab).
 
--export([hash/1, frag_name/2, router/1, foreign_key/1, batches/2, durable/2, dump_log/0,
+-export([hash/1, frag_name/2, orphans/0, router/1, foreign_key/1, batches/2, durable/2,
+         dump_log/0,
          misplaced/1,
          misplaced/2,
          move_misplaced/1, move_misplaced/2, step/2, set_step_hook/1]).
@@ -27,6 +28,38 @@ hash(Tab) ->
 -spec frag_name(atom(), pos_integer()) -> atom().
 frag_name(Tab, 1) -> Tab;
 frag_name(Tab, N) -> list_to_atom(atom_to_list(Tab) ++ "_frag" ++ integer_to_list(N)).
+
+%% @doc `{Base, Frag}' for each fragment table in this node's schema whose
+%% number is beyond its base table's fragment count: what a kill can leave
+%% just after a change that deleted it, or a schema change that reached
+%% one side of a partition.
+-spec orphans() -> [{atom(), atom()}].
+orphans() ->
+    [{Base, T} || T <- mnesia:system_info(tables), Base <- [base_table(T)], Base =/= none,
+                  beyond_count(Base, T)].
+
+%% The base table of fragment table `T' (`none' for a base table or a
+%% table that is not fragmented).
+base_table(T) ->
+    case catch mnesia:table_info(T, frag_properties) of
+        Props when is_list(Props) ->
+            case lists:keyfind(base_table, 1, Props) of
+                {base_table, Base} when Base =/= T -> Base;
+                _ -> none
+            end;
+        _ ->
+            none
+    end.
+
+beyond_count(Base, Frag) ->
+    case catch hash(Base) of
+        {_Mod, _State, N} ->
+            Prefix = atom_to_list(Base) ++ "_frag",
+            lists:prefix(Prefix, atom_to_list(Frag))
+                andalso list_to_integer(lists:nthtail(length(Prefix), atom_to_list(Frag))) > N;
+        _ ->
+            false
+    end.
 
 %% @doc Where each key of `Tab' lives now: a function from a key to the name
 %% of its fragment under the hash state this node holds at the call.
