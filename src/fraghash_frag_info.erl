@@ -121,7 +121,8 @@ fragment_info(I, Frag) ->
       storage => Storage, node => Node}.
 
 %% The table's hash, for inspection: a table that is not fragmented is
-%% one fragment of its own (`{none, none, 1}'); a missing one an error with a reason.
+%% one fragment of its own (`{none, none, 1}'); a missing one an error
+%% with a reason.
 table_hash(Tab) ->
     case lists:member(Tab, mnesia:system_info(tables)) of
         false ->

@@ -147,7 +147,6 @@ reconcile(Tab, Where, Items, Moved, DeleteOld) ->
                   chunks(lists:usort(Items))).
 
 reconcile_batch(Tab, Where, Batch, Moved, DeleteOld) ->
-    Tables = lists:usort([S || {S, _K} <- Batch]),
     {atomic, ok} = mnesia:sync_transaction(
                      fun() -> lists:foreach(fun(I) -> settle_dests(Where, I, Moved) end, Batch) end),
     {atomic, ok} = mnesia:sync_transaction(
@@ -162,7 +161,7 @@ reconcile_batch(Tab, Where, Batch, Moved, DeleteOld) ->
             step(Tab, grow_marked),
             {atomic, ok} = mnesia:sync_transaction(
                              fun() -> lists:foreach(fun(I) -> leave_source(Where, I) end, Batch) end),
-            ok = fraghash_durable:tables(Tables)
+            ok = fraghash_durable:tables(lists:usort([S || {S, _K} <- Batch]))
     end.
 
 %% Gives each destination of item `I' its value (see reconcile/5).

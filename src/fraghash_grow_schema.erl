@@ -170,8 +170,9 @@ load_somewhere(Frag) ->
 %% fragment 1 while the queue drains. Without it one add under four
 %% unthrottled writers (about 12,000 writes/s) waited 360 s for the commit
 %% instead of 1 s (docs/mnesia-growth-cost.md).
-%% `mnesia_schema:schema_transaction/1' waits for its coordinator without a monitor, and when Mnesia stops under it (as a
-%% full disc makes it do) the coordinator can go without an answer. So the
+%% `mnesia_schema:schema_transaction/1' waits for its coordinator without
+%% a monitor, and when Mnesia stops under it (as a full disc makes it do)
+%% the coordinator can go without an answer. So the
 %% caller watches the transaction's process and Mnesia's controller, and
 %% answers `{aborted, {node_not_running, Node}}' when the controller goes.
 transaction(Tab, Fun) ->
@@ -224,9 +225,9 @@ expect(Tab, State, N) ->
 %% new one). Mnesia's own add_frag (`mnesia_frag:make_add_frag/2') is not
 %% called: it would write-lock the fragments to split for the whole schema
 %% change, ask the hash module for moves that are dropped anyway, and, for
-%% a table on a storage backend, put a
-%% bare node where Mnesia 4.21.3 expects `{{Alias, Module}, Nodes}' (the
-%% new fragment's `create_table' then fails). The new fragment is placed
+%% a table on a storage backend, put a bare node where Mnesia 4.21.3
+%% expects `{{Alias, Module}, Nodes}' (the new fragment's `create_table'
+%% then fails). The new fragment is placed
 %% as Mnesia places it: its copies in the base table's order (ram, disc,
 %% disc_only, then each backend alias), each on the next node of `Nodes'.
 hidden_fragment(T, State, N, Nodes) ->
