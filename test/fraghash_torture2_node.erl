@@ -27,7 +27,7 @@
 -module(fraghash_torture2_node).
 
 -export([cases/0, tables/0, control/1, create_tables/1, set_hook/1, start_work/5,
-         stop_work/1, recover/1, check/3, repair/4, owner/1, ack_file/3, found/2]).
+         stop_work/1, recover/1, check/3, repair/4, owner/1, ack_file/3]).
 
 -define(KEYS, 400).
 -define(MIN_FRAGS, 2).
@@ -299,13 +299,3 @@ mark(Dir, Fmt, Args) ->
     {ok, F} = file:open(filename:join(Dir, "marks.log"), [append, raw]),
     ok = file:write(F, [io_lib:format(Fmt, Args), $\n]),
     ok = file:close(F).
-
-%% @doc Key `K''s records in each fragment of `Tab' read from this node
-%% (those that hold it), and the fragment the state routes it to: for a
-%% failed check's report.
--spec found(atom(), term()) -> [{pos_integer() | routed, term()}].
-found(Tab, K) ->
-    {Mod, S, N} = fraghash_frag:hash(Tab),
-    [{F, Rs} || F <- lists:seq(1, N),
-                Rs <- [mnesia:dirty_read(fraghash_frag:frag_name(Tab, F), K)], Rs =/= []]
-        ++ [{routed, Mod:key_to_frag_number(S, K)}].

@@ -325,7 +325,9 @@ check_all(#{dir := Dir}, Run, Cl) ->
                %% What each node holds of the key, fragment by fragment,
                %% and where the state routes it there.
                ours_keys => [{K, maps:get(K, Exp, none),
-                              [{N, rpc:call(N, ?NODE, found, [Tab, K], ?WAIT_MS)} || N <- Nodes]}
+                              [{N, rpc:call(N, fraghash_torture_child, found, [Tab, K],
+                                            ?WAIT_MS)}
+                               || N <- Nodes]}
                              || K <- lists:sublist(Ours, 5)],
                control_lost => length(CtlBad),
                control_keys => [{K, maps:get(K, Exp, none)} || K <- lists:sublist(CtlBad, 5)],

@@ -24,7 +24,7 @@
 
 -export([main/1, cases/0, tables/0, table/1, control/1]).
 %% Shared with the two-node torture (fraghash_torture2_tests).
--export([log_line/2, read_terms/1, expected_terms/1]).
+-export([log_line/2, read_terms/1, expected_terms/1, found/2]).
 
 -define(KEYS, 600).
 -define(MIN_FRAGS, 2).
@@ -306,10 +306,14 @@ check_case(Dir, Run, Tab) ->
     ok = file:close(F),
     repair(Dir, Run, Tab, Exp, lists:usort(CaseBad ++ CtlBad)).
 
+%% @doc Key `K''s records in each fragment of `Tab' read from this node
+%% (those that hold it), and the fragment the state routes it to: for a
+%% failed check's report.
+-spec found(atom(), term()) -> [{pos_integer() | routed, term()}].
 found(Tab, K) ->
     {Mod, S, N} = fraghash_frag:hash(Tab),
-    [{F, mnesia:dirty_read(fraghash_frag:frag_name(Tab, F), K)} || F <- lists:seq(1, N),
-                                                                   mnesia:dirty_read(fraghash_frag:frag_name(Tab, F), K) =/= []]
+    [{F, Rs} || F <- lists:seq(1, N),
+                Rs <- [mnesia:dirty_read(fraghash_frag:frag_name(Tab, F), K)], Rs =/= []]
         ++ [{routed, Mod:key_to_frag_number(S, K)}].
 
 %% Returns {Counts, BadKeys}: keys whose value is not one of those allowed,
