@@ -29,16 +29,26 @@
 %% once per record, in the committing process, before the transaction
 %% returns; it later drops its own log records without asking the backend.
 %% So the line is here: each of those calls returns only once its change is
-%% committed in redb with `immediate' durability (synced). When
-%% `mnesia:transaction/1' (or a dirty write) returns on a node that holds a
-%% `redb_copies' replica, every change it made to that replica is on disc;
-%% `mnesia:sync_log/0' is not needed for it. Concurrent committers share
-%% syncs: the node's writer ({@link fraghash_redb_db}) takes every write
-%% queued while it synced the last group into one redb transaction (group
-%% commit). A single committer pays one sync per record, so a transaction
-%% of N records costs N syncs; grouping one transaction's records into one
-%% redb transaction would need Mnesia to say where a commit ends, which the
-%% backend interface does not.
+%% committed in redb and kept should the VM die. With the default
+%% `redb_durability' of `logged', the change is in the database's log file
+%% (`fraghash.redb.log', written to the operating system, not synced) when
+%% the call returns, and the next open replays what redb had not synced;
+%% the node's writer ({@link fraghash_redb_db}) syncs within
+%% `redb_sync_ms' (default 1000 ms) of a write, and {@link sync/0} at
+%% once. With `immediate', each call returns once its change is synced,
+%% and concurrent committers share syncs (group commit). So when
+%% `mnesia:transaction/1' (or a dirty write) returns on a node that holds
+%% a `redb_copies' replica, every change it made to that replica survives
+%% a kill -9 of that node; `mnesia:sync_log/0' is not needed for it (that
+%% is stronger than `disc_copies', whose commit waits in `disk_log''s
+%% cache until a sync). Against a crash of the operating system or a power
+%% cut, `logged' keeps what was written before the last sync, as
+%% `disc_copies' keeps what was written before the last `sync_log()';
+%% `immediate' keeps every write that returned. A committer pays one log
+%% write (`logged') or one sync (`immediate') per record, so a transaction
+%% of N records costs N of them; grouping one transaction's records into
+%% one redb transaction would need Mnesia to say where a commit ends, which
+%% the backend interface does not.
 %%
 %% At start, Mnesia replays the transactions still in its own log
 %% (`LATEST.LOG') into tables of this type. That log can be shorter than
@@ -132,8 +142,10 @@ register(Alias) ->
             Other
     end.
 
-%% @doc Syncs the node's database. Not needed for durability (every write
-%% is synced before it returns); kept for callers that want to say so.
+%% @doc Syncs the node's database: every write that returned survives a
+%% crash of the operating system or a power cut too (with the default
+%% `redb_durability' of `logged', writes are synced within `redb_sync_ms'
+%% anyway; with `immediate', this changes nothing).
 -spec sync() -> ok.
 sync() ->
     ok = check(fraghash_redb_nif:sync(fraghash_redb_db:handle())).
@@ -278,7 +290,8 @@ info(_Alias, _Tab, _Item) ->
     undefined.
 
 %% @private `mnesia:delete_schema/1' removes files with these suffixes.
-real_suffixes() -> [".redb"].
+%% The database and its log (fraghash_redb_db).
+real_suffixes() -> [".redb", ".redb.log"].
 
 %% @private
 tmp_suffixes() -> [].

@@ -9,14 +9,30 @@
 %% other readers and with the writer.
 %%
 %% Writes do pass through it, so that they can be grouped: {@link write/1}
-%% sends a list of ops and returns once they are committed with redb's
-%% `immediate' durability (synced to disc). While one group is being
-%% synced, later callers queue up in the mailbox; the next group takes all
-%% of them (up to {@link max_group/0} callers) into one redb transaction
-%% and one sync, and answers each. One caller alone pays one sync per call;
-%% N concurrent callers share it (group commit). If a group fails as a
-%% whole (one caller named a table deleted meanwhile, say), each caller's
-%% ops are retried alone, so that one bad write fails only its caller.
+%% sends a list of ops and returns once they are committed. While one
+%% group is being committed, later callers queue up in the mailbox; the
+%% next group takes all of them (up to {@link max_group/0} callers) into
+%% one redb transaction, and answers each. If a group fails as a whole
+%% (one caller named a table deleted meanwhile, say), each caller's ops
+%% are retried alone, so that one bad write fails only its caller.
+%%
+%% == Durability ==
+%% How a group is committed is the application environment's
+%% `redb_durability':
+%% <ul>
+%% <li>`logged' (the default): appended to the database's log file
+%% (`fraghash.redb.log', one write to the operating system, no sync) and
+%% committed to redb without a sync. A write that returned survives the
+%% death of the VM (kill -9 included): the next open replays what redb
+%% lost. The writes since the last sync can be lost to a crash of the
+%% operating system or a power cut; this process syncs (redb commit with
+%% a sync, log emptied) `redb_sync_ms' (default 1000) milliseconds after
+%% the first write since the last sync, and {@link fraghash_redb_copies:sync/0}
+%% syncs at once.</li>
+%% <li>`immediate': each group is synced before its callers are answered:
+%% a write that returned survives a power cut too. One caller alone pays
+%% one sync per call; N concurrent callers share it (group commit).</li>
+%% </ul>
 %%
 %% {@link update_counter/4} reads and writes in this process, so that no
 %% other write falls between its read and its write.
@@ -24,7 +40,7 @@
 %% == Life ==
 %% Started under Mnesia's `mnesia_ext_sup' ({@link ensure_started/0}), so
 %% it stops with Mnesia; it traps exits and closes the database on the way
-%% out, which puts every committed write on disc (they already are) and
+%% out, which syncs every committed write (empties the log) and
 %% releases the file for the next open. A file that cannot be opened
 %% (corrupt, not a database of this library, locked by another OS process)
 %% makes {@link ensure_started/0} return `{error, {fraghash_redb, Kind,
@@ -43,8 +59,11 @@
 %% caller waiting in a full group adds to the others.
 -define(MAX_GROUP, 512).
 
-%% calls: write calls answered; commits: redb transactions they took.
--record(st, {db, path, aliases = [], calls = 0, commits = 0}).
+%% calls: write calls answered; commits: redb transactions they took;
+%% durability: how a group commits (logged | immediate); sync_timer: the
+%% timer of the sync due for logged writes since the last one, if any.
+-record(st, {db, path, aliases = [], calls = 0, commits = 0, durability = logged,
+             sync_timer = none}).
 
 %%% API
 
@@ -108,8 +127,9 @@ handle() ->
         Db -> Db
     end.
 
-%% @doc Commits `Ops' (see {@link fraghash_redb_nif:write/3}) durably:
-%% `ok' means on disc.
+%% @doc Commits `Ops' (see {@link fraghash_redb_nif:write/3}) as
+%% `redb_durability' says (see Durability above): `ok' means kept if the VM
+%% dies, and with `immediate' synced too.
 -spec write([fraghash_redb_nif:op()]) -> ok | fraghash_redb_nif:error().
 write([]) ->
     ok;
@@ -117,7 +137,8 @@ write(Ops) ->
     gen_server:call(?MODULE, {write, Ops}, infinity).
 
 %% @doc Adds `Incr' to the integer in position 3 of the record under
-%% `KeyBin' in table `Name' and commits durably; returns the new value.
+%% `KeyBin' in table `Name' and commits as {@link write/1} does; returns
+%% the new value.
 %% `{error, badarg}' when there is no such record or it holds no integer
 %% there (Mnesia then writes the record itself).
 -spec update_counter(binary(), binary(), integer(), pos_integer()) ->
@@ -162,6 +183,12 @@ init(Path) ->
     ok = filelib:ensure_dir(Path),
     %% redb's page cache: reads stay at memory speed while the file fits.
     Cache = application:get_env(fraghash, redb_cache_bytes, 64 bsl 20),
+    case durability() of
+        {error, Text} -> {stop, {fraghash_redb, bad_config, Path, Text}};
+        Durability -> open(Path, Cache, Durability)
+    end.
+
+open(Path, Cache, Durability) ->
     case fraghash_redb_nif:open(unicode:characters_to_binary(Path), #{cache_bytes => Cache}) of
         {ok, Db} ->
             %% Tables whose log replay is under way (see
@@ -169,20 +196,20 @@ init(Path) ->
             %% as long as the database is open.
             _ = ets:new(fraghash_redb_replay, [named_table, public, set]),
             persistent_term:put(?HANDLE_KEY, Db),
-            {ok, #st{db = Db, path = Path}};
+            {ok, #st{db = Db, path = Path, durability = Durability}};
         {error, {Kind, Msg}} ->
             {stop, {fraghash_redb, Kind, Path, Msg}}
     end.
 
 %% @private
-handle_call({write, Ops}, From, #st{db = Db, calls = C, commits = K} = S) ->
+handle_call({write, Ops}, From, #st{db = Db, calls = C, commits = K, durability = D} = S) ->
     Group = [{From, Ops} | drain(?MAX_GROUP - 1)],
-    Commits = commit_group(Db, Group),
-    {noreply, S#st{calls = C + length(Group), commits = K + Commits}};
+    Commits = commit_group(Db, D, Group),
+    {noreply, sync_later(S#st{calls = C + length(Group), commits = K + Commits})};
 handle_call(stats, _From, #st{calls = C, commits = K} = S) ->
     {reply, #{calls => C, commits => K}, S};
-handle_call({update_counter, Name, KeyBin, Incr, Pos}, _From, #st{db = Db} = S) ->
-    {reply, counter(Db, Name, KeyBin, Incr, Pos), S};
+handle_call({update_counter, Name, KeyBin, Incr, Pos}, _From, #st{db = Db, durability = D} = S) ->
+    {reply, counter(Db, D, Name, KeyBin, Incr, Pos), sync_later(S)};
 handle_call({add_aliases, As}, _From, #st{aliases = Old} = S) ->
     New = lists:usort(Old ++ As),
     {reply, New, S#st{aliases = New}};
@@ -195,6 +222,14 @@ handle_cast(_Msg, S) ->
     {noreply, S}.
 
 %% @private
+handle_info(sync, #st{db = Db, path = Path} = S) ->
+    case fraghash_redb_nif:sync(Db) of
+        ok -> ok;
+        %% The writes stay in the log, which the next open replays; the
+        %% next sync (the next write arms one) tries again.
+        {error, Why} -> logger:error("redb_copies: could not sync ~ts: ~0tp", [Path, Why])
+    end,
+    {noreply, S#st{sync_timer = none}};
 handle_info(_Msg, S) ->
     {noreply, S}.
 
@@ -206,6 +241,24 @@ terminate(_Reason, #st{db = Db}) ->
 
 %%% Group commit
 
+%% How groups commit: the application environment's `redb_durability'.
+durability() ->
+    case application:get_env(fraghash, redb_durability, logged) of
+        D when D =:= logged; D =:= immediate ->
+            D;
+        Other ->
+            {error, unicode:characters_to_binary(
+                      io_lib:format("the fraghash application's redb_durability is ~0tp: "
+                                    "set it to logged or immediate", [Other]))}
+    end.
+
+%% Arms the sync of logged writes, unless one is due already.
+sync_later(#st{durability = logged, sync_timer = none} = S) ->
+    Ms = application:get_env(fraghash, redb_sync_ms, 1000),
+    S#st{sync_timer = erlang:send_after(Ms, self(), sync)};
+sync_later(S) ->
+    S.
+
 %% Every write call already queued, oldest first, at most N.
 drain(0) ->
     [];
@@ -216,21 +269,21 @@ drain(N) ->
     end.
 
 %% Commits the group, answers each caller; returns the transactions taken.
-commit_group(Db, [{From, Ops}]) ->
-    gen_server:reply(From, fraghash_redb_nif:write(Db, Ops, immediate)),
+commit_group(Db, D, [{From, Ops}]) ->
+    gen_server:reply(From, fraghash_redb_nif:write(Db, Ops, D)),
     1;
-commit_group(Db, Group) ->
-    case fraghash_redb_nif:write(Db, lists:append([Ops || {_, Ops} <- Group]), immediate) of
+commit_group(Db, D, Group) ->
+    case fraghash_redb_nif:write(Db, lists:append([Ops || {_, Ops} <- Group]), D) of
         ok ->
             lists:foreach(fun({From, _}) -> gen_server:reply(From, ok) end, Group),
             1;
         {error, _} ->
             %% Nothing of the group was written (one transaction): each
             %% caller's ops alone, so that only the bad ones fail.
-            1 + lists:sum([commit_group(Db, [One]) || One <- Group])
+            1 + lists:sum([commit_group(Db, D, [One]) || One <- Group])
     end.
 
-counter(Db, Name, KeyBin, Incr, Pos) ->
+counter(Db, D, Name, KeyBin, Incr, Pos) ->
     case fraghash_redb_nif:get(Db, Name, KeyBin) of
         {ok, Bin} ->
             Rec = binary_to_term(Bin),
@@ -238,7 +291,7 @@ counter(Db, Name, KeyBin, Incr, Pos) ->
                 Old when is_integer(Old) ->
                     New = Old + Incr,
                     Put = {put, Name, KeyBin, term_to_binary(setelement(Pos, Rec, New))},
-                    case fraghash_redb_nif:write(Db, [Put], immediate) of
+                    case fraghash_redb_nif:write(Db, [Put], D) of
                         ok -> {ok, New};
                         {error, _} = E -> E
                     end;

@@ -120,12 +120,15 @@ delete_table(_Db, _Name) -> ?NIF.
 tables(_Db) -> ?NIF.
 
 %% @doc Applies `Ops' in order in one transaction: all or none. With
-%% `immediate' the batch is on disc on return; with `deferred' it is visible
-%% at once and on disc after the next `immediate' batch or {@link sync/1}.
--spec write(db(), [op()], immediate | deferred) -> ok | error().
+%% `immediate' the batch is synced on return; with `logged' it is in the
+%% database's log file on return (it survives the death of the VM, and is
+%% synced with the next `immediate' batch or {@link sync/1}); with
+%% `deferred' it is visible at once and on disc after the next `immediate'
+%% batch or {@link sync/1}.
+-spec write(db(), [op()], immediate | logged | deferred) -> ok | error().
 write(_Db, _Ops, _Durability) -> ?NIF.
 
-%% @doc Puts every batch written so far on disc.
+%% @doc Syncs every batch written so far, and empties the log.
 -spec sync(db()) -> ok | error().
 sync(_Db) -> ?NIF.
 

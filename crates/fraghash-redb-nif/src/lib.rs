@@ -22,8 +22,8 @@
 //! order keys, values any bytes). `Opts` is a map with optional `create`
 //! (boolean), `cache_bytes` (integer) and `verify` (boolean). `Ops` is a
 //! list of `{put, Tab, Key, Value}`, `{delete, Tab, Key}` and `{clear,
-//! Tab}`, applied in one transaction; `Durability` is `immediate` or
-//! `deferred`. `Start` is `edge`, `{after, Key}` or `{at, Key}`; `Dir` is
+//! Tab}`, applied in one transaction; `Durability` is `immediate`,
+//! `logged` or `deferred` (`fraghash_redb::db::Durability`). `Start` is `edge`, `{after, Key}` or `{at, Key}`; `Dir` is
 //! `forward` or `backward`.
 //!
 //! Database calls return `{error, {Kind, Message}}` on failure, `Kind` one
@@ -69,6 +69,7 @@ mod atoms {
         clear,
         immediate,
         deferred,
+        logged,
         edge,
         after,
         at,
@@ -267,8 +268,8 @@ fn decode_op<'a>(t: Term<'a>) -> NifResult<Op<'a>> {
     })
 }
 
-/// Applies `ops` in one transaction with `durability` (`immediate` or
-/// `deferred`).
+/// Applies `ops` in one transaction with `durability` (`immediate`,
+/// `logged` or `deferred`).
 #[rustler::nif(schedule = "DirtyIo")]
 fn write<'a>(
     env: Env<'a>,
@@ -278,6 +279,8 @@ fn write<'a>(
 ) -> NifResult<Term<'a>> {
     let durability = if durability == atoms::immediate() {
         Durability::Immediate
+    } else if durability == atoms::logged() {
+        Durability::Logged
     } else if durability == atoms::deferred() {
         Durability::Deferred
     } else {

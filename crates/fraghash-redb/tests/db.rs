@@ -195,3 +195,60 @@ fn data_survives_close_and_reopen() {
     assert_eq!(db.tables().unwrap(), vec![("t".into(), b"p".to_vec())]);
     assert_eq!(db.get("t", b"a").unwrap(), Some(b"1".to_vec()));
 }
+
+#[test]
+fn logged_batches_fill_the_log_until_a_synced_commit_empties_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("l.redb");
+    let opts = OpenOptions {
+        log_limit: 200,
+        ..OpenOptions::default()
+    };
+    let db = Db::open(&path, &opts).unwrap();
+    db.create_table("t", b"").unwrap();
+    assert_eq!(db.log_bytes(), 0);
+    db.write(&[put("t", b"a", b"1")], Durability::Logged)
+        .unwrap();
+    let one = db.log_bytes();
+    assert!(one > 0);
+    assert_eq!(db.get("t", b"a").unwrap(), Some(b"1".to_vec()));
+    db.write(&[put("t", b"b", b"2")], Durability::Logged)
+        .unwrap();
+    assert_eq!(db.log_bytes(), 2 * one);
+    // Past the limit, a logged batch is synced and the log emptied.
+    let big = [b'x'; 300];
+    db.write(&[put("t", b"c", &big)], Durability::Logged)
+        .unwrap();
+    assert_eq!(db.log_bytes(), 0);
+    db.write(&[put("t", b"d", b"4")], Durability::Logged)
+        .unwrap();
+    db.sync().unwrap();
+    assert_eq!(db.log_bytes(), 0);
+    db.write(&[put("t", b"e", b"5")], Durability::Logged)
+        .unwrap();
+    // A logged batch naming a missing table fails and is not logged.
+    assert!(matches!(
+        db.write(&[put("nope", b"k", b"v")], Durability::Logged),
+        Err(DbError::NoSuchTable { .. })
+    ));
+    assert_eq!(db.log_bytes(), one);
+    db.close().unwrap();
+    let log = dir.path().join("l.redb.log");
+    assert_eq!(
+        std::fs::metadata(&log).unwrap().len(),
+        8,
+        "close empties the log"
+    );
+    let db = Db::open(&path, &opts).unwrap();
+    assert_eq!(db.len("t").unwrap(), 5);
+}
+
+#[test]
+fn a_log_left_beside_a_new_database_is_not_replayed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("n.redb");
+    std::fs::write(dir.path().join("n.redb.log"), b"anything at all").unwrap();
+    let db = Db::open(&path, &OpenOptions::default()).unwrap();
+    assert!(db.tables().unwrap().is_empty());
+    assert_eq!(db.log_bytes(), 0);
+}

@@ -1,0 +1,413 @@
+//! The database's log: where a [`Durability::Logged`] batch lives until a
+//! synced redb commit holds it.
+//!
+//! redb forgets a commit made without a sync when the process dies: the
+//! next open goes back to the last synced one. So a logged batch is first
+//! appended to the log file beside the database (`<database>.log`), in one
+//! positioned write, and only then committed to redb without a sync. Once
+//! [`super::Db::write`] returns, the batch is in the operating system's
+//! page cache and survives the death of the process (a kill -9 included);
+//! a crash of the operating system or a power cut can lose the batches
+//! logged since the last synced commit, which the log does not sync.
+//!
+//! ## Sequence numbers
+//! Each record carries a number one above the last. The redb commit of a
+//! logged batch stores that number in the meta table (`log_seq`) in the
+//! same transaction. A synced commit (an [`Durability::Immediate`] batch,
+//! a table created or deleted, [`super::Db::sync`]) makes every earlier
+//! commit durable, their `log_seq` included; the log is then emptied. So
+//! after a crash the durable `log_seq` is the number of the last record
+//! redb kept, and opening replays, in one synced commit, exactly the
+//! records numbered above it. A crash between the synced commit and the
+//! emptying leaves records that the number tells to skip.
+//!
+//! ## A torn end
+//! A record that ends early, whose checksum fails or whose number is not
+//! the next one ends the log: a write the death of the machine tore, or
+//! bytes left past the end by an append that failed. The log is cut there.
+//!
+//! ## Format
+//! An 8-byte header `fhrlog\0\x01`, then records `[body length: u32 LE]
+//! [crc32 of the body: u32 LE][body]`, the body `[seq: u64 LE]` then its
+//! ops: a put `[0][table length: u16 LE][table][key length: u32 LE][key]
+//! [value length: u32 LE][value]`, a delete `[1][table][key]` (lengths as
+//! for a put), a clear `[2][table]`.
+
+use std::fs::{File, OpenOptions};
+use std::io::Read;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use super::{DbError, Op};
+
+const HEADER: &[u8; 8] = b"fhrlog\0\x01";
+const HEADER_LEN: u64 = HEADER.len() as u64;
+/// The length and checksum before each body.
+const FRAME_LEN: usize = 8;
+
+/// An op read back from the log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum OwnedOp {
+    Put {
+        table: String,
+        key: Vec<u8>,
+        value: Vec<u8>,
+    },
+    Delete {
+        table: String,
+        key: Vec<u8>,
+    },
+    Clear {
+        table: String,
+    },
+}
+
+impl OwnedOp {
+    pub(super) fn as_op(&self) -> Op<'_> {
+        match self {
+            OwnedOp::Put { table, key, value } => Op::Put { table, key, value },
+            OwnedOp::Delete { table, key } => Op::Delete { table, key },
+            OwnedOp::Clear { table } => Op::Clear { table },
+        }
+    }
+}
+
+/// A record read back from the log.
+#[derive(Debug)]
+pub(super) struct Record {
+    pub(super) seq: u64,
+    pub(super) ops: Vec<OwnedOp>,
+}
+
+/// The open log file. Every method is called with the database's writer
+/// lock held, so appends never interleave.
+#[derive(Debug)]
+pub(super) struct Log {
+    file: File,
+    path: PathBuf,
+    /// Where the next record goes: the end of the last good record.
+    len: u64,
+    /// The number the next record takes.
+    next_seq: u64,
+}
+
+fn io(path: &Path) -> impl Fn(std::io::Error) -> DbError + '_ {
+    move |e| DbError::io(path, e)
+}
+
+impl Log {
+    /// Opens (or creates) the log at `path` and reads its records, cutting
+    /// a torn end. `durable_seq` is the database's durable `log_seq`: the
+    /// records above it are returned, for the caller to replay.
+    pub(super) fn open(path: &Path, durable_seq: u64) -> Result<(Log, Vec<Record>), DbError> {
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(io(path))?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).map_err(io(path))?;
+        let mut log = Log {
+            file,
+            path: path.to_path_buf(),
+            len: HEADER_LEN,
+            next_seq: durable_seq + 1,
+        };
+        if bytes.is_empty() {
+            log.file.write_all_at(HEADER, 0).map_err(io(path))?;
+            return Ok((log, Vec::new()));
+        }
+        if bytes.len() < HEADER.len() || &bytes[..HEADER.len()] != HEADER {
+            return Err(DbError::Foreign {
+                path: path.to_path_buf(),
+                reason: "not a log of this crate (its header is wrong)".to_owned(),
+            });
+        }
+        let mut records = Vec::new();
+        let mut at = HEADER.len();
+        let mut expected = None;
+        while let Some((record, next)) = read_record(&bytes, at) {
+            if expected.is_some_and(|e| record.seq != e) {
+                break;
+            }
+            expected = Some(record.seq + 1);
+            at = next;
+            if record.seq > durable_seq {
+                records.push(record);
+            }
+        }
+        log.len = at as u64;
+        if let Some(e) = expected {
+            log.next_seq = log.next_seq.max(e);
+        }
+        if (at as u64) < bytes.len() as u64 {
+            log.file.set_len(log.len).map_err(io(path))?;
+        }
+        Ok((log, records))
+    }
+
+    /// The bytes the log holds, its header included.
+    pub(super) fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the log holds no record.
+    pub(super) fn is_empty(&self) -> bool {
+        self.len == HEADER_LEN
+    }
+
+    /// The bytes of a log without records.
+    pub(super) fn empty_len() -> u64 {
+        HEADER_LEN
+    }
+
+    /// The bytes `ops` take as a record.
+    pub(super) fn record_len(ops: &[Op]) -> u64 {
+        (FRAME_LEN + 8 + ops.iter().map(op_len).sum::<usize>()) as u64
+    }
+
+    /// Appends `ops` as the next record and returns its number. On an
+    /// error nothing counts as appended (the next record overwrites what
+    /// was written, and opening ignores it).
+    pub(super) fn append(&mut self, ops: &[Op]) -> Result<u64, DbError> {
+        let seq = self.next_seq;
+        let mut body = Vec::with_capacity(Self::record_len(ops) as usize);
+        body.extend_from_slice(&[0; FRAME_LEN]);
+        body.extend_from_slice(&seq.to_le_bytes());
+        for op in ops {
+            encode_op(&mut body, op);
+        }
+        let body_len = (body.len() - FRAME_LEN) as u32;
+        let crc = crc32fast::hash(&body[FRAME_LEN..]);
+        body[..4].copy_from_slice(&body_len.to_le_bytes());
+        body[4..8].copy_from_slice(&crc.to_le_bytes());
+        self.file
+            .write_all_at(&body, self.len)
+            .map_err(io(&self.path))?;
+        self.len += body.len() as u64;
+        self.next_seq += 1;
+        Ok(seq)
+    }
+
+    /// Takes back the last record appended (its redb commit failed), so
+    /// that it is not replayed: it was never acknowledged.
+    pub(super) fn unappend(&mut self, seq: u64, to_len: u64) {
+        self.len = to_len;
+        self.next_seq = seq;
+        // A failure leaves the bytes past `len`; the next append overwrites
+        // them, and until then a reopen replays a batch whose write
+        // reported an error: the one case where a failed write shows.
+        let _ = self.file.set_len(to_len);
+    }
+
+    /// Empties the log: every record in it is in redb's durable state. A
+    /// failure to cut the file is harmless (opening skips records at or
+    /// below the durable number, and the next append overwrites them), so
+    /// it is not reported.
+    pub(super) fn clear(&mut self) {
+        if !self.is_empty() {
+            let _ = self.file.set_len(HEADER_LEN);
+            self.len = HEADER_LEN;
+        }
+    }
+}
+
+fn op_len(op: &Op) -> usize {
+    match op {
+        Op::Put { table, key, value } => 1 + 2 + table.len() + 4 + key.len() + 4 + value.len(),
+        Op::Delete { table, key } => 1 + 2 + table.len() + 4 + key.len(),
+        Op::Clear { table } => 1 + 2 + table.len(),
+    }
+}
+
+fn encode_op(out: &mut Vec<u8>, op: &Op) {
+    let table = |out: &mut Vec<u8>, t: &str| {
+        // Table names are at most MAX_TABLE_NAME (1024) bytes, checked by
+        // Db::write before anything is logged.
+        out.extend_from_slice(&(t.len() as u16).to_le_bytes());
+        out.extend_from_slice(t.as_bytes());
+    };
+    let bytes = |out: &mut Vec<u8>, b: &[u8]| {
+        out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+        out.extend_from_slice(b);
+    };
+    match op {
+        Op::Put {
+            table: t,
+            key,
+            value,
+        } => {
+            out.push(0);
+            table(out, t);
+            bytes(out, key);
+            bytes(out, value);
+        }
+        Op::Delete { table: t, key } => {
+            out.push(1);
+            table(out, t);
+            bytes(out, key);
+        }
+        Op::Clear { table: t } => {
+            out.push(2);
+            table(out, t);
+        }
+    }
+}
+
+/// The record at `at` and where the next one starts; `None` at the end or
+/// at a torn or damaged record.
+fn read_record(bytes: &[u8], at: usize) -> Option<(Record, usize)> {
+    let frame = bytes.get(at..at + FRAME_LEN)?;
+    let body_len = u32::from_le_bytes(frame[..4].try_into().ok()?) as usize;
+    let crc = u32::from_le_bytes(frame[4..].try_into().ok()?);
+    let start = at + FRAME_LEN;
+    let body = bytes.get(start..start.checked_add(body_len)?)?;
+    if crc32fast::hash(body) != crc {
+        return None;
+    }
+    let mut r = Reader { bytes: body, at: 0 };
+    let seq = u64::from_le_bytes(r.take(8)?.try_into().ok()?);
+    let mut ops = Vec::new();
+    while r.at < body.len() {
+        ops.push(r.op()?);
+    }
+    Some((Record { seq, ops }, start + body_len))
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Reader<'_> {
+    fn take(&mut self, n: usize) -> Option<&[u8]> {
+        let out = self.bytes.get(self.at..self.at.checked_add(n)?)?;
+        self.at += n;
+        Some(out)
+    }
+
+    fn table(&mut self) -> Option<String> {
+        let n = u16::from_le_bytes(self.take(2)?.try_into().ok()?) as usize;
+        String::from_utf8(self.take(n)?.to_vec()).ok()
+    }
+
+    fn bytes(&mut self) -> Option<Vec<u8>> {
+        let n = u32::from_le_bytes(self.take(4)?.try_into().ok()?) as usize;
+        Some(self.take(n)?.to_vec())
+    }
+
+    fn op(&mut self) -> Option<OwnedOp> {
+        let tag = self.take(1)?[0];
+        let table = self.table()?;
+        match tag {
+            0 => Some(OwnedOp::Put {
+                table,
+                key: self.bytes()?,
+                value: self.bytes()?,
+            }),
+            1 => Some(OwnedOp::Delete {
+                table,
+                key: self.bytes()?,
+            }),
+            2 => Some(OwnedOp::Clear { table }),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ops() -> Vec<Op<'static>> {
+        vec![
+            Op::Put {
+                table: "t",
+                key: b"k",
+                value: b"v",
+            },
+            Op::Delete {
+                table: "u",
+                key: b"",
+            },
+            Op::Clear { table: "t" },
+        ]
+    }
+
+    #[test]
+    fn records_read_back_in_order_above_the_durable_number() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.log");
+        let (mut log, none) = Log::open(&path, 4).unwrap();
+        assert!(none.is_empty() && log.is_empty());
+        let before = log.len();
+        assert_eq!(log.append(&ops()).unwrap(), 5);
+        assert_eq!(log.len() - before, Log::record_len(&ops()));
+        assert_eq!(log.append(&ops()[..1]).unwrap(), 6);
+        drop(log);
+        let (_, recs) = Log::open(&path, 4).unwrap();
+        assert_eq!(recs.iter().map(|r| r.seq).collect::<Vec<_>>(), [5, 6]);
+        let back: Vec<Op> = recs[0].ops.iter().map(OwnedOp::as_op).collect();
+        assert_eq!(back, ops());
+        let (mut log, recs) = Log::open(&path, 5).unwrap();
+        assert_eq!(recs.iter().map(|r| r.seq).collect::<Vec<_>>(), [6]);
+        // Numbering goes on after the last record read.
+        assert_eq!(log.append(&ops()).unwrap(), 7);
+    }
+
+    #[test]
+    fn a_torn_or_damaged_end_is_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.log");
+        let (mut log, _) = Log::open(&path, 0).unwrap();
+        log.append(&ops()).unwrap();
+        let good = log.len();
+        log.append(&ops()).unwrap();
+        let full = log.len();
+        drop(log);
+        // Every cut inside the second record leaves only the first.
+        for cut in good..full {
+            let f = OpenOptions::new().write(true).open(&path).unwrap();
+            f.set_len(cut).unwrap();
+            let (log, recs) = Log::open(&path, 0).unwrap();
+            assert_eq!(recs.len(), 1, "cut at {cut}");
+            assert_eq!(log.len(), good);
+            assert_eq!(std::fs::metadata(&path).unwrap().len(), good);
+            let mut log = log;
+            log.append(&ops()).unwrap();
+        }
+        // A flipped byte in the first record's body ends the log before it.
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[HEADER.len() + FRAME_LEN + 9] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        let (log, recs) = Log::open(&path, 0).unwrap();
+        assert!(recs.is_empty() && log.is_empty());
+    }
+
+    #[test]
+    fn a_foreign_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.log");
+        std::fs::write(&path, b"something else entirely").unwrap();
+        assert!(matches!(Log::open(&path, 0), Err(DbError::Foreign { .. })));
+    }
+
+    #[test]
+    fn a_failed_commit_takes_its_record_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.log");
+        let (mut log, _) = Log::open(&path, 0).unwrap();
+        log.append(&ops()).unwrap();
+        let len = log.len();
+        let seq = log.append(&ops()).unwrap();
+        log.unappend(seq, len);
+        assert_eq!(log.append(&ops()).unwrap(), seq);
+        log.clear();
+        assert!(log.is_empty());
+        drop(log);
+        let (_, recs) = Log::open(&path, 0).unwrap();
+        assert!(recs.is_empty());
+    }
+}
