@@ -13,7 +13,9 @@
 %% recent writes in its own cache: a kill -9 of that node in between loses
 %% them there, and where that node holds the only disc copy of a fragment,
 %% they are lost for good. So every step of `fraghash_frag' that must be
-%% durable asks each node holding a disc copy to sync.
+%% durable asks each node holding a disc copy to sync. A `redb_copies'
+%% copy keeps a commit through a kill -9 once it is applied, and the sync
+%% (of the node's redb database) makes it survive a power cut too.
 -module(fraghash_durable).
 
 -export([tables/1, here/1, check_log/0]).
@@ -21,8 +23,9 @@
 -define(TIMEOUT_MS, 60000).
 
 %% @doc Makes what was committed to `Tables' durable on every node holding
-%% a disc copy of one of them (and on this node): each syncs Mnesia's log
-%% and flushes the dets files of its `disc_only_copies' copies among them.
+%% a disc copy of one of them (and on this node): each syncs Mnesia's log,
+%% flushes the dets files of its `disc_only_copies' copies among them and
+%% syncs its redb database if it holds `redb_copies' copies among them.
 %% A node that is down is passed over for a table that some node which did
 %% sync also holds on disc: when it comes back, Mnesia loads that table
 %% from the live copy, not from its own files. A node that is up but apart
@@ -77,7 +80,9 @@ check_log() ->
     end.
 
 disc_holders(T) ->
-    mnesia:table_info(T, disc_copies) ++ mnesia:table_info(T, disc_only_copies).
+    mnesia:table_info(T, disc_copies) ++ mnesia:table_info(T, disc_only_copies)
+        ++ lists:append([Ns || {{_Alias, fraghash_redb_copies}, Ns}
+                                   <- mnesia:table_info(T, external_copies)]).
 
 %% @doc {@link tables/1} on this node alone (what each node runs).
 -spec here([atom()]) -> ok.
@@ -90,7 +95,10 @@ here(Tables) ->
             persistent_term:put({?MODULE, log_failed}, {whereis(mnesia_controller), Failed}),
             error(Failed)
     end,
-    Local = mnesia:system_info(local_tables),
-    [ok = dets:sync(T) || T <- Tables, lists:member(T, Local),
-                          mnesia:table_info(T, storage_type) =:= disc_only_copies],
-    ok.
+    Local = [T || T <- Tables, lists:member(T, mnesia:system_info(local_tables))],
+    Storage = [mnesia:table_info(T, storage_type) || T <- Local],
+    [ok = dets:sync(T) || {T, disc_only_copies} <- lists:zip(Local, Storage)],
+    case [A || {ext, A, fraghash_redb_copies} <- Storage] of
+        [] -> ok;
+        _ -> fraghash_redb_copies:sync()
+    end.

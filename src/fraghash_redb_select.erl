@@ -202,19 +202,30 @@ scan(#sel{name = Name, start = Start, limit = Limit, cms = CMS, prefix = Prefix,
     end.
 
 %% -> {Matches, Count, LastKeyLookedAt, NotLookedAt, PastThePrefix}
-run(Items, _CMS, _Prefix, Acc, N, Limit, Last) when is_integer(Limit), N >= Limit ->
-    {Acc, N, Last, Items, false};
-run([], _CMS, _Prefix, Acc, N, _Limit, Last) ->
-    {Acc, N, Last, [], false};
-run([{K, V} | Rest], CMS, Prefix, Acc, N, Limit, Last) ->
-    case has_prefix(K, Prefix) of
-        false ->
-            {Acc, N, Last, [], true};
+%% The records of the prefix's range go through the match spec in one
+%% call when all of their matches fit under the limit (a select without a
+%% limit always), else one by one, to stop at the limit's last match.
+run(Items, CMS, Prefix, Acc, N, Limit, Last) ->
+    {In, Out} = lists:splitwith(fun({K, _}) -> has_prefix(K, Prefix) end, Items),
+    case Limit =:= infinity orelse N + length(In) =< Limit of
+        true when In =:= [] ->
+            {Acc, N, Last, [], Out =/= []};
         true ->
-            case ets:match_spec_run([binary_to_term(V)], CMS) of
-                [] -> run(Rest, CMS, Prefix, Acc, N, Limit, K);
-                [R] -> run(Rest, CMS, Prefix, [R | Acc], N + 1, Limit, K)
-            end
+            Matches = ets:match_spec_run([binary_to_term(V) || {_, V} <- In], CMS),
+            {lists:reverse(Matches, Acc), N + length(Matches), element(1, lists:last(In)), [],
+             Out =/= []};
+        false ->
+            one_by_one(In, CMS, Acc, N, Limit, Last, Out =/= [])
+    end.
+
+one_by_one(Items, _CMS, Acc, N, Limit, Last, _Past) when N >= Limit ->
+    {Acc, N, Last, Items, false};
+one_by_one([], _CMS, Acc, N, _Limit, Last, Past) ->
+    {Acc, N, Last, [], Past};
+one_by_one([{K, V} | Rest], CMS, Acc, N, Limit, _Last, Past) ->
+    case ets:match_spec_run([binary_to_term(V)], CMS) of
+        [] -> one_by_one(Rest, CMS, Acc, N, Limit, K, Past);
+        [R] -> one_by_one(Rest, CMS, [R | Acc], N + 1, Limit, K, Past)
     end.
 
 has_prefix(_K, <<>>) -> true;

@@ -89,9 +89,16 @@ pub struct OpenOptions {
     /// found when it is read. Default: `false`.
     pub verify: bool,
     /// The log's size past which a [`Durability::Logged`] batch is synced
-    /// instead and the log emptied, in bytes. It bounds the log, the work
-    /// of replaying it, and the pages redb holds for commits not yet
-    /// synced. Default: 8 MiB.
+    /// instead and the log emptied, in bytes. It bounds the log and the
+    /// work of replaying it, and above all the file's growth: redb cannot
+    /// reuse a page that an unsynced commit replaced until a synced commit,
+    /// so each logged batch holds its pages (a leaf and its branches, up to
+    /// a few times 4 KiB) until then. Measured on 100,000 random writes of
+    /// 100-byte values into a 100,000-record table (a 36 MB file): the file
+    /// stayed at 36 MB with 64 and 128 KiB (about 950 batches of one record
+    /// per sync), doubled with 256 KiB and grew fourfold with 1 MiB, for
+    /// 34,000 to 40,000 writes a second against 4,500 synced. Default:
+    /// 128 KiB.
     pub log_limit: u64,
 }
 
@@ -101,7 +108,7 @@ impl Default for OpenOptions {
             create: true,
             cache_bytes: 64 << 20,
             verify: false,
-            log_limit: 8 << 20,
+            log_limit: 128 << 10,
         }
     }
 }
