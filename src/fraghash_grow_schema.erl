@@ -161,15 +161,10 @@ load_somewhere(Frag) ->
             end
     end.
 
-%% One schema transaction holding the schema and `Tab' (fragment 1)
-%% write-locked, run by a process of its own. The lock on fragment 1 is
-%% not needed for the change itself, but it is what lets the change commit
-%% under heavy writes: a schema commit waits for Mnesia's dumper queue,
-%% and writers faster than the dumper keep that queue growing (Mnesia's
-%% "overloaded" warnings); the lock holds back the writers that reach
-%% fragment 1 while the queue drains. Without it one add under four
-%% unthrottled writers (about 12,000 writes/s) waited 360 s for the commit
-%% instead of 1 s (docs/mnesia-growth-cost.md).
+%% One schema transaction holding the schema write-locked, run by a
+%% process of its own, with the writers of `Tab' throttled if its commit
+%% waits long (`fraghash_tab:throttle/1': a schema commit waits for
+%% Mnesia's dumper queue, which fast writers keep growing).
 %% `mnesia_schema:schema_transaction/1' waits for its coordinator without
 %% a monitor, and when Mnesia stops under it (as a full disc makes it do)
 %% the coordinator can go without an answer. So the
@@ -181,6 +176,7 @@ transaction(Tab, Fun) ->
             {aborted, {node_not_running, node()}};
         Controller ->
             Watch = monitor(process, Controller),
+            Throttle = fraghash_tab:throttle(Tab),
             {Pid, Ref} =
                 spawn_monitor(
                   fun() ->
@@ -189,23 +185,24 @@ transaction(Tab, Fun) ->
                                   fun() ->
                                           TidTs = mnesia_schema:get_tid_ts_and_lock(schema,
                                                                                     write),
-                                          _ = mnesia_schema:get_tid_ts_and_lock(Tab, write),
                                           Fun(TidTs),
                                           ok
                                   end)})
                   end),
-            receive
-                {'DOWN', Ref, process, Pid, {schema_transaction_done, Result}} ->
-                    demonitor(Watch, [flush]),
-                    Result;
-                {'DOWN', Ref, process, Pid, Why} ->
-                    demonitor(Watch, [flush]),
-                    {aborted, {transaction_crashed, Why}};
-                {'DOWN', Watch, process, Controller, _} ->
-                    exit(Pid, kill),
-                    receive {'DOWN', Ref, process, Pid, _} -> ok end,
-                    {aborted, {node_not_running, node()}}
-            end
+            Result =
+                receive
+                    {'DOWN', Ref, process, Pid, {schema_transaction_done, Done}} ->
+                        Done;
+                    {'DOWN', Ref, process, Pid, Why} ->
+                        {aborted, {transaction_crashed, Why}};
+                    {'DOWN', Watch, process, Controller, _} ->
+                        exit(Pid, kill),
+                        receive {'DOWN', Ref, process, Pid, _} -> ok end,
+                        {aborted, {node_not_running, node()}}
+                end,
+            fraghash_tab:release(Throttle),
+            demonitor(Watch, [flush]),
+            Result
     end.
 
 %% The table still holds the state and the count the caller read.
