@@ -177,20 +177,23 @@ throttle(Tab) ->
 %% half its rate meanwhile, which drains a queue that writers at full rate
 %% grew.
 hold(Tab, Mon) ->
-    {atomic, Next} =
-        mnesia:transaction(
-          fun() ->
-                  _ = mnesia:lock({table, Tab}, write),
-                  receive
-                      release -> stop;
-                      {'DOWN', Mon, process, _, _} -> stop
-                  after ?HOLD_MS -> go_on
-                  end
-          end),
-    case Next of
-        stop ->
+    Held = mnesia:transaction(
+             fun() ->
+                     _ = mnesia:lock({table, Tab}, write),
+                     receive
+                         release -> stop;
+                         {'DOWN', Mon, process, _, _} -> stop
+                     after ?HOLD_MS -> go_on
+                     end
+             end),
+    case Held of
+        %% Released, or the lock could not be had (Mnesia stopping, the
+        %% table gone): the throttle ends, and the caller's wait with it.
+        {atomic, stop} ->
             ok;
-        go_on ->
+        {aborted, _} ->
+            ok;
+        {atomic, go_on} ->
             receive
                 release -> ok;
                 {'DOWN', Mon, process, _, _} -> ok
