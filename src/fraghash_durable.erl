@@ -88,13 +88,6 @@ disc_holders(T) ->
 -spec here([atom()]) -> ok.
 here(Tables) ->
     ok = check_log(),
-    %% The outcome of a commit that spans nodes reaches the log through a
-    %% cast to mnesia_recover (`mnesia_recover:log_decision/1'): a log
-    %% synced before that cast is handled holds the commit's records but
-    %% not its outcome, and a node killed then may not know at its next
-    %% start that they committed. A call to it returns once it has handled
-    %% what was sent to it before.
-    ok = mnesia_recover:sync(),
     case mnesia:sync_log() of
         ok ->
             ok;
