@@ -220,7 +220,7 @@ rollback(Tab, #{parts := Parts}) ->
 drop_hidden(Tab, Parts) ->
     {_, _, N} = hash(Tab),
     {atomic, ok} = fraghash_grow_schema:drop_last(Tab, changes(Parts, from, from), [], fun() -> ok end),
-    ok = fraghash_tab:dump_log(Tab),
+    ok = fraghash_tab:dump_log(),
     [ok = clear_name(frag_name(T, N)) || #{tab := T} <- Parts],
     ok = durable(Parts, N - 1),
     fraghash_journal:delete(Tab).

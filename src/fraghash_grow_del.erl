@@ -139,7 +139,7 @@ clean_and_drop(Tab, #{n := N, parts := Parts, moved := Moved} = Entry) ->
 %% again; a table a kill left for one (see
 %% `fraghash_grow_schema:drop_orphan/1') and its files go.
 finish(Tab, Parts, N) ->
-    ok = fraghash_tab:dump_log(Tab),
+    ok = fraghash_tab:dump_log(),
     [ok = fraghash_grow:clear_name(L) || L <- frags(Parts, last)],
     ok = durable(Parts, N - 1),
     step(Tab, grow_del_done),

@@ -53,7 +53,7 @@ foreigners(Tab) ->
 add_hidden(Tab, Nodes, States) ->
     {_Mod, _State, N} = hash(Tab),
     transaction(
-      Tab, throttle,
+      Tab,
       fun(TidTs) ->
               [ok = expect(T, State, N) || {T, State} <- States],
               Ops = [hidden_fragment(T, State, N, Nodes) || {T, State} <- States],
@@ -68,7 +68,7 @@ add_hidden(Tab, Nodes, States) ->
 switch(Tab, Changes, Frags, Check) ->
     {_Mod, _State, N} = hash(Tab),
     transaction(
-      Tab, lock,
+      Tab,
       fun(TidTs) ->
               [ok = expect(T, From, N) || {T, From, _To} <- Changes],
               [_ = mnesia_schema:get_tid_ts_and_lock(F, write) || F <- Frags],
@@ -94,7 +94,7 @@ drop_last(Tab, Changes, Frags, Check) ->
                                                    [Tab]))}};
         true ->
             transaction(
-              Tab, lock,
+              Tab,
               fun(TidTs) ->
                       [ok = expect(T, From, N) || {T, From, _To} <- Changes],
                       [_ = mnesia_schema:get_tid_ts_and_lock(F, write)
@@ -161,34 +161,26 @@ load_somewhere(Frag) ->
             end
     end.
 
-%% One schema transaction holding the schema write-locked, run by a
-%% process of its own. A schema commit waits for Mnesia's dumper queue,
-%% which writers faster than the dumper keep growing, so fragment 1's
-%% writers are held back while it waits (docs/mnesia-growth-cost.md):
-%% <ul>
-%% <li>`lock' (the switch, the drop of a last fragment: the changes that
-%% reroute keys): fragment 1 is write-locked in the schema transaction
-%% itself, for the whole commit, as Mnesia's own change_table_frag does;
-%% writers that reach it wait until the new routing is in place.</li>
-%% <li>`throttle' (the creation of a hidden fragment, which reroutes
-%% nothing): writers go on, and are held back in pulses only once Mnesia
-%% reports its dumps overloaded (`fraghash_tab:throttle/1').</li>
-%% </ul>
+%% One schema transaction holding the schema and `Tab' (fragment 1)
+%% write-locked, run by a process of its own. The lock on fragment 1 is
+%% not needed for the change itself, but it is what lets the change commit
+%% under heavy writes: a schema commit waits for Mnesia's dumper queue,
+%% and writers faster than the dumper keep that queue growing (Mnesia's
+%% "overloaded" warnings); the lock holds back the writers that reach
+%% fragment 1 while the queue drains. Without it one add under four
+%% unthrottled writers (about 12,000 writes/s) waited 360 s for the commit
+%% instead of 1 s (docs/mnesia-growth-cost.md).
 %% `mnesia_schema:schema_transaction/1' waits for its coordinator without
 %% a monitor, and when Mnesia stops under it (as a full disc makes it do)
 %% the coordinator can go without an answer. So the
 %% caller watches the transaction's process and Mnesia's controller, and
 %% answers `{aborted, {node_not_running, Node}}' when the controller goes.
-transaction(Tab, Mode, Fun) ->
+transaction(Tab, Fun) ->
     case whereis(mnesia_controller) of
         undefined ->
             {aborted, {node_not_running, node()}};
         Controller ->
             Watch = monitor(process, Controller),
-            Throttle = case Mode of
-                           throttle -> fraghash_tab:throttle(Tab);
-                           lock -> none
-                       end,
             {Pid, Ref} =
                 spawn_monitor(
                   fun() ->
@@ -197,42 +189,23 @@ transaction(Tab, Mode, Fun) ->
                                   fun() ->
                                           TidTs = mnesia_schema:get_tid_ts_and_lock(schema,
                                                                                     write),
-                                          case Mode of
-                                              lock ->
-                                                  _ = mnesia_schema:get_tid_ts_and_lock(
-                                                        Tab, write);
-                                              throttle ->
-                                                  ok = reachable(Tab)
-                                          end,
+                                          _ = mnesia_schema:get_tid_ts_and_lock(Tab, write),
                                           Fun(TidTs),
                                           ok
                                   end)})
                   end),
-            Result =
-                receive
-                    {'DOWN', Ref, process, Pid, {schema_transaction_done, Done}} ->
-                        Done;
-                    {'DOWN', Ref, process, Pid, Why} ->
-                        {aborted, {transaction_crashed, Why}};
-                    {'DOWN', Watch, process, Controller, _} ->
-                        exit(Pid, kill),
-                        receive {'DOWN', Ref, process, Pid, _} -> ok end,
-                        {aborted, {node_not_running, node()}}
-                end,
-            Throttle =:= none orelse fraghash_tab:release(Throttle),
-            demonitor(Watch, [flush]),
-            Result
-    end.
-
-%% Fragment 1 has a copy this side of any partition, as the lock on it
-%% (`lock' mode) requires: a change made where it has none (its nodes
-%% down, or cut off) would reach this side only, and a heal that keeps the
-%% other side would leave its fragments behind. The abort is the one the
-%% lock gives (Mnesia's `{no_exists, Tab}').
-reachable(Tab) ->
-    case mnesia:table_info(Tab, where_to_write) of
-        [] -> mnesia:abort({no_exists, Tab});
-        [_ | _] -> ok
+            receive
+                {'DOWN', Ref, process, Pid, {schema_transaction_done, Result}} ->
+                    demonitor(Watch, [flush]),
+                    Result;
+                {'DOWN', Ref, process, Pid, Why} ->
+                    demonitor(Watch, [flush]),
+                    {aborted, {transaction_crashed, Why}};
+                {'DOWN', Watch, process, Controller, _} ->
+                    exit(Pid, kill),
+                    receive {'DOWN', Ref, process, Pid, _} -> ok end,
+                    {aborted, {node_not_running, node()}}
+            end
     end.
 
 %% The table still holds the state and the count the caller read.

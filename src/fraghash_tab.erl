@@ -7,19 +7,12 @@
 -module(fraghash_tab).
 
 -export([hash/1, frag_name/2, orphans/0, router/1, foreign_key/1, batches/2, durable/2,
-         dump_log/1, throttle/1, release/1,
+         dump_log/0,
          misplaced/1,
          misplaced/2,
          move_misplaced/1, move_misplaced/2, step/2, set_step_hook/1]).
 
 -define(BATCH, 500).
-%% How long a log dump or a schema commit of the growth path may wait,
-%% with no overload reported, before writers to fragment 1 are held back
-%% (see throttle/1).
--define(THROTTLE_MS, 10000).
-%% A throttle's pulses: the lock held, then let go.
--define(HOLD_MS, 200).
--define(GAP_MS, 200).
 
 %% @doc A fragmented table's hash module, hash state and fragment count, as
 %% its `frag_properties' give them on this node.
@@ -119,93 +112,18 @@ durable(Tabs, N) ->
                             ++ [fraghash_journal || lists:member(fraghash_journal, Tables)]).
 
 %% @doc Dumps Mnesia's log into its tables' files (`mnesia:dump_log/0'),
-%% from a process of its own, throttling the writers of `Tab' if it takes
-%% long (see {@link throttle/1}): a dump that fails (a full disc) stops
-%% Mnesia, whose disk_log process is then killed, and with it every
-%% process linked to it, the one that asked for the dump included. Raises
-%% when the dump fails.
--spec dump_log(atom()) -> ok.
-dump_log(Tab) ->
-    Throttle = throttle(Tab),
+%% from a process of its own: a dump that fails (a full disc) stops Mnesia,
+%% whose disk_log process is then killed, and with it every process linked
+%% to it, the one that asked for the dump included. Raises when the dump
+%% fails.
+-spec dump_log() -> ok.
+dump_log() ->
     {Pid, Ref} = spawn_monitor(fun() -> exit({dump_log, mnesia:dump_log()}) end),
     receive
-        {'DOWN', Ref, process, Pid, Why} ->
-            release(Throttle),
-            case Why of
-                {dump_log, dumped} -> ok;
-                {dump_log, Other} -> error({dump_log_failed, Other});
-                _ -> error({dump_log_failed, Why})
-            end
+        {'DOWN', Ref, process, Pid, {dump_log, dumped}} -> ok;
+        {'DOWN', Ref, process, Pid, {dump_log, Other}} -> error({dump_log_failed, Other});
+        {'DOWN', Ref, process, Pid, Why} -> error({dump_log_failed, Why})
     end.
-
-%% @doc Starts a throttle on `Tab' for the work the caller is about to
-%% wait for (a log dump, a schema commit), to be ended by {@link release/1}:
-%% once Mnesia reports an overload of its log dumps while that work is
-%% pending (or after ?THROTTLE_MS in any case), a transaction of the
-%% throttle's own write-locks `Tab' (fragment 1) until the release or the
-%% caller's end.
-%%
-%% Why: a dump or a schema commit waits for Mnesia's dumper queue, and
-%% writers faster than the dumper keep that queue growing: Mnesia queues
-%% one more dump each time they pass `dump_log_write_threshold', even with
-%% one queued already, and says so (`{mnesia_overload, {dump_log,
-%% write_threshold}}', the "overloaded" warning). One add under four
-%% unthrottled writers (about 12,000 writes/s) waited 360 s for its commit
-%% (docs/mnesia-growth-cost.md). The lock holds back the writers that
-%% reach fragment 1, which on random keys is all of them within
-%% milliseconds, while the queue drains. While the dumper keeps up, no
-%% writer waits: a fixed delay would hold writers back when a commit is
-%% merely slow (a schema change with a disc copy dumps the whole log
-%% first).
--spec throttle(atom()) -> pid().
-throttle(Tab) ->
-    Caller = self(),
-    spawn(fun() ->
-                  Mon = monitor(process, Caller),
-                  _ = mnesia:subscribe(system),
-                  receive
-                      release -> ok;
-                      {'DOWN', Mon, process, Caller, _} -> ok;
-                      {mnesia_system_event, {mnesia_overload, {dump_log, _}}} -> hold(Tab, Mon)
-                  after ?THROTTLE_MS ->
-                          hold(Tab, Mon)
-                  end
-          end).
-
-%% Holds the lock in pulses of ?HOLD_MS with ?GAP_MS between them, until
-%% released: a writer waits ?HOLD_MS at most at a time and writes at about
-%% half its rate meanwhile, which drains a queue that writers at full rate
-%% grew.
-hold(Tab, Mon) ->
-    Held = mnesia:transaction(
-             fun() ->
-                     _ = mnesia:lock({table, Tab}, write),
-                     receive
-                         release -> stop;
-                         {'DOWN', Mon, process, _, _} -> stop
-                     after ?HOLD_MS -> go_on
-                     end
-             end),
-    case Held of
-        %% Released, or the lock could not be had (Mnesia stopping, the
-        %% table gone): the throttle ends, and the caller's wait with it.
-        {atomic, stop} ->
-            ok;
-        {aborted, _} ->
-            ok;
-        {atomic, go_on} ->
-            receive
-                release -> ok;
-                {'DOWN', Mon, process, _, _} -> ok
-            after ?GAP_MS -> hold(Tab, Mon)
-            end
-    end.
-
-%% @doc Ends a throttle: writers held back by it go on.
--spec release(pid()) -> ok.
-release(Throttle) ->
-    Throttle ! release,
-    ok.
 
 %% @doc `{From, To, Key}' for each record of `Tab' in a fragment other than
 %% the one the hash module places it in (`To'), by its key or, for a
