@@ -27,7 +27,7 @@
 -export([order_key/1, order_key_etf/1, order_key_etf_dirty/1]).
 -export([open/2, close/1, create_table/3, delete_table/2, tables/1,
          write/3, sync/1, get/3, first/2, last/2, next/3, prev/3,
-         chunk/5, chunk_terms/5, size/2, stored_bytes/2]).
+         chunk/5, size/2, stored_bytes/2]).
 -export([load_status/0]).
 
 -on_load(init/0).
@@ -158,13 +158,6 @@ prev(_Db, _Tab, _Key) -> ?NIF.
 -spec chunk(db(), binary(), start(), forward | backward, non_neg_integer()) ->
           {ok, [{binary(), binary()}], more | done} | error().
 chunk(_Db, _Tab, _Start, _Dir, _Max) -> ?NIF.
-
-%% @doc As {@link chunk/5}, each value decoded (`binary_to_term/1') in the
-%% NIF: `{ok, [{Key, Term}], more | done}'; `{error, {corrupt, _}}' when a
-%% value is not a term.
--spec chunk_terms(db(), binary(), start(), forward | backward, non_neg_integer()) ->
-          {ok, [{binary(), term()}], more | done} | error().
-chunk_terms(_Db, _Tab, _Start, _Dir, _Max) -> ?NIF.
 
 %% @doc How many records table `Tab' holds.
 -spec size(db(), binary()) -> {ok, non_neg_integer()} | error().

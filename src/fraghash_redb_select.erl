@@ -185,7 +185,7 @@ matches_of_keys(#sel{name = Name, cms = CMS}, Keys) ->
 scan(#sel{name = Name, start = Start, limit = Limit, cms = CMS, prefix = Prefix,
           chunk = Chunk} = S, Acc, N) ->
     Db = fraghash_redb_db:handle(),
-    {ok, Items, More} = check(fraghash_redb_nif:chunk_terms(Db, Name, Start, forward, Chunk)),
+    {ok, Items, More} = check(fraghash_redb_nif:chunk(Db, Name, Start, forward, Chunk)),
     {Acc2, N2, Last, Rest, Past} = run(Items, CMS, Prefix, Acc, N, Limit, none),
     case Past orelse (Rest =:= [] andalso More =:= done) of
         true when Acc2 =:= [] ->
@@ -211,7 +211,7 @@ run(Items, CMS, Prefix, Acc, N, Limit, Last) ->
         true when In =:= [] ->
             {Acc, N, Last, [], Out =/= []};
         true ->
-            Matches = ets:match_spec_run([R || {_, R} <- In], CMS),
+            Matches = ets:match_spec_run([binary_to_term(V) || {_, V} <- In], CMS),
             {lists:reverse(Matches, Acc), N + length(Matches), element(1, lists:last(In)), [],
              Out =/= []};
         false ->
@@ -222,8 +222,8 @@ one_by_one(Items, _CMS, Acc, N, Limit, Last, _Past) when N >= Limit ->
     {Acc, N, Last, Items, false};
 one_by_one([], _CMS, Acc, N, _Limit, Last, Past) ->
     {Acc, N, Last, [], Past};
-one_by_one([{K, R0} | Rest], CMS, Acc, N, Limit, _Last, Past) ->
-    case ets:match_spec_run([R0], CMS) of
+one_by_one([{K, V} | Rest], CMS, Acc, N, Limit, _Last, Past) ->
+    case ets:match_spec_run([binary_to_term(V)], CMS) of
         [] -> one_by_one(Rest, CMS, Acc, N, Limit, K, Past);
         [R] -> one_by_one(Rest, CMS, [R | Acc], N + 1, Limit, K, Past)
     end.

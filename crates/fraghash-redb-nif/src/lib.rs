@@ -16,7 +16,6 @@
 //! | `first(Db, Tab)`, `last(Db, Tab)` | dirty I/O | `{ok, Key, Value}` or `'$end_of_table'` |
 //! | `next(Db, Tab, Key)`, `prev(Db, Tab, Key)` | dirty I/O | the same |
 //! | `chunk(Db, Tab, Start, Dir, Max)` | dirty I/O | `{ok, [{Key, Value}], more \| done}` |
-//! | `chunk_terms(Db, Tab, Start, Dir, Max)` | dirty I/O | `{ok, [{Key, Term}], more \| done}`: values decoded |
 //! | `size(Db, Tab)` | dirty I/O | `{ok, Count}` |
 //!
 //! `Path`, `Name`, `Tab`, `Key`, `Value` and `Props` are binaries (keys are
@@ -396,7 +395,13 @@ fn chunk<'a>(
 ) -> NifResult<Term<'a>> {
     let tab = utf8(tab)?;
     let start = decode_start(start)?;
-    let dir = decode_direction(dir)?;
+    let dir = if dir == atoms::forward() {
+        Direction::Forward
+    } else if dir == atoms::backward() {
+        Direction::Backward
+    } else {
+        return Err(Error::BadArg);
+    };
     Ok(with_db(env, &db, |d| {
         let Chunk { items, more } = d.chunk(tab, start, dir, max)?;
         let list: Vec<Term> = items
@@ -406,51 +411,6 @@ fn chunk<'a>(
         let more = if more { atoms::more() } else { atoms::done() };
         Ok((atoms::ok(), list, more).encode(env))
     }))
-}
-
-/// As [`chunk`], with each value decoded from the external term format:
-/// `{ok, [{Key, Term}], more | done}`, or `{error, {corrupt, _}}` for a
-/// value that is not a term. Saves the scan a binary per record and a call
-/// of `binary_to_term/1`.
-#[rustler::nif(schedule = "DirtyIo")]
-fn chunk_terms<'a>(
-    env: Env<'a>,
-    db: ResourceArc<DbResource>,
-    tab: Binary<'a>,
-    start: Term<'a>,
-    dir: Atom,
-    max: usize,
-) -> NifResult<Term<'a>> {
-    let tab = utf8(tab)?;
-    let start = decode_start(start)?;
-    let dir = decode_direction(dir)?;
-    Ok(with_db(env, &db, |d| {
-        let Chunk { items, more } = d.chunk(tab, start, dir, max)?;
-        let mut list = Vec::with_capacity(items.len());
-        for (k, v) in &items {
-            match env.binary_to_term(v) {
-                Some((term, used)) if used == v.len() => {
-                    list.push((binary(env, k), term).encode(env))
-                }
-                _ => {
-                    let msg = text(env, "a stored value is not an Erlang term");
-                    return Ok((atoms::error(), (atoms::corrupt(), msg)).encode(env));
-                }
-            }
-        }
-        let more = if more { atoms::more() } else { atoms::done() };
-        Ok((atoms::ok(), list, more).encode(env))
-    }))
-}
-
-fn decode_direction(dir: Atom) -> NifResult<Direction> {
-    if dir == atoms::forward() {
-        Ok(Direction::Forward)
-    } else if dir == atoms::backward() {
-        Ok(Direction::Backward)
-    } else {
-        Err(Error::BadArg)
-    }
 }
 
 /// `{ok, N}`: a figure of table `tab` that `figure` reads.
