@@ -2,7 +2,8 @@
 # Runs the whole test suite, both tiers (FRAGHASH_SLOW_TESTS=1; the fast
 # tier alone is scripts/test-fast.sh):
 #   1. every Rust crate (release mode, so the statistical and crash tests run
-#      at full size quickly; the store's crash test at 100 kills);
+#      at full size quickly; the store's crash test at 100 kills, the
+#      redb log's at 100);
 #   2. the Erlang application's EUnit tests in real Mnesia, the kill -9
 #      torture and the two-node kill tests included (rebar3; needs
 #      erlang-nox, erlang-dev and rebar3);
