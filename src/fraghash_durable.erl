@@ -95,7 +95,8 @@ here(Tables) ->
             persistent_term:put({?MODULE, log_failed}, {whereis(mnesia_controller), Failed}),
             error(Failed)
     end,
-    Local = [T || T <- Tables, lists:member(T, mnesia:system_info(local_tables))],
+    Here = mnesia:system_info(local_tables),
+    Local = [T || T <- Tables, lists:member(T, Here)],
     Storage = [mnesia:table_info(T, storage_type) || T <- Local],
     [ok = dets:sync(T) || {T, disc_only_copies} <- lists:zip(Local, Storage)],
     case [A || {ext, A, fraghash_redb_copies} <- Storage] of
