@@ -200,6 +200,15 @@ fn check_name(name: &str) -> Result<(), DbError> {
     }
 }
 
+/// The end of a synced commit (`committed`, its result): every logged
+/// batch is then in redb's durable state, so the log empties. Every synced
+/// commit goes through here.
+fn synced(log: &mut log::Log, committed: Result<(), DbError>) -> Result<(), DbError> {
+    committed?;
+    log.clear();
+    Ok(())
+}
+
 /// The log of the database in `path`: `<path>.log`.
 fn log_path(path: &Path) -> PathBuf {
     let mut p = path.as_os_str().to_owned();
@@ -327,11 +336,11 @@ impl Db {
             .flat_map(|r| r.ops.iter().map(log::OwnedOp::as_op))
             .collect();
         let mut log = self.lock_log();
-        match self.commit(&ops, last, redb::Durability::Immediate) {
-            Ok(()) => {
-                log.clear();
-                Ok(())
-            }
+        match synced(
+            &mut log,
+            self.commit(&ops, last, redb::Durability::Immediate),
+        ) {
+            Ok(()) => Ok(()),
             // Every table a record names existed when it was logged, and
             // only a synced commit (which the record then precedes) can
             // remove a table.
@@ -372,9 +381,7 @@ impl Db {
             let data = format!("{DATA_PREFIX}{name}");
             txn.open_table(data_def(&data)).at(p)?;
         }
-        txn.commit().at(p)?;
-        log.clear();
-        Ok(())
+        synced(&mut log, txn.commit().at(p))
     }
 
     /// Deletes table `name` and its records. Durable when it returns.
@@ -393,9 +400,7 @@ impl Db {
             let data = format!("{DATA_PREFIX}{name}");
             txn.delete_table(data_def(&data)).at(p)?;
         }
-        txn.commit().at(p)?;
-        log.clear();
-        Ok(())
+        synced(&mut log, txn.commit().at(p))
     }
 
     /// Every table, with the properties it was created with, by name.
@@ -429,11 +434,10 @@ impl Db {
             }
             // A logged batch that would take the log past its limit is
             // synced instead, which empties the log.
-            Durability::Immediate | Durability::Logged => {
-                self.commit(ops, None, redb::Durability::Immediate)?;
-                log.clear();
-                Ok(())
-            }
+            Durability::Immediate | Durability::Logged => synced(
+                &mut log,
+                self.commit(ops, None, redb::Durability::Immediate),
+            ),
         }
     }
 
