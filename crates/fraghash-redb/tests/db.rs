@@ -252,3 +252,51 @@ fn a_log_left_beside_a_new_database_is_not_replayed() {
     assert!(db.tables().unwrap().is_empty());
     assert_eq!(db.log_bytes(), 0);
 }
+
+/// Reads keep the last committed state's tables open between commits; a
+/// read in another thread that begins after a write returned must still
+/// see that write, whichever durability it had, while other threads read
+/// all along (so that the open state is being used when the commit lands).
+#[test]
+fn a_read_begun_after_a_write_returned_sees_it() {
+    let (_dir, db) = fresh();
+    db.create_table("t", b"").unwrap();
+    let db = std::sync::Arc::new(db);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let busy: Vec<_> = (0..2)
+        .map(|_| {
+            let (db, stop) = (db.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    db.get("t", b"k").unwrap();
+                }
+            })
+        })
+        .collect();
+    let (tx, rx) = std::sync::mpsc::channel::<u32>();
+    let checker = {
+        let db = db.clone();
+        std::thread::spawn(move || {
+            for i in rx {
+                let seen = db
+                    .get("t", b"k")
+                    .unwrap()
+                    .expect("written before the message");
+                assert!(
+                    u32::from_le_bytes(seen.try_into().unwrap()) >= i,
+                    "write {i} unseen"
+                );
+            }
+        })
+    };
+    for i in 0..2_000u32 {
+        let durability = [Durability::Logged, Durability::Deferred][i as usize % 2];
+        db.write(&[put("t", b"k", &i.to_le_bytes())], durability)
+            .unwrap();
+        tx.send(i).unwrap();
+    }
+    drop(tx);
+    checker.join().unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    busy.into_iter().for_each(|h| h.join().unwrap());
+}

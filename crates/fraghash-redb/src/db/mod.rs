@@ -59,6 +59,7 @@ use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 
 use error::At;
 pub use error::DbError;
+use read::Snapshot;
 pub use read::{Chunk, Direction, Start};
 
 /// The longest table name, in bytes.
@@ -170,6 +171,9 @@ pub struct Db {
     /// redb commits then come in one order.
     log: Mutex<log::Log>,
     log_limit: u64,
+    /// The last committed state's tables, opened once per commit for the
+    /// reads (see [`Snapshot`]).
+    snapshot: Snapshot,
 }
 
 impl std::fmt::Debug for Db {
@@ -317,6 +321,7 @@ impl Db {
             path: path.to_path_buf(),
             log: Mutex::new(log),
             log_limit: options.log_limit,
+            snapshot: Snapshot::default(),
         };
         if records.is_empty() {
             // Records redb holds already: an append after them would have
@@ -381,7 +386,7 @@ impl Db {
             let data = format!("{DATA_PREFIX}{name}");
             txn.open_table(data_def(&data)).at(p)?;
         }
-        synced(&mut log, txn.commit().at(p))
+        synced(&mut log, self.commit_txn(txn))
     }
 
     /// Deletes table `name` and its records. Durable when it returns.
@@ -400,7 +405,7 @@ impl Db {
             let data = format!("{DATA_PREFIX}{name}");
             txn.delete_table(data_def(&data)).at(p)?;
         }
-        synced(&mut log, txn.commit().at(p))
+        synced(&mut log, self.commit_txn(txn))
     }
 
     /// Every table, with the properties it was created with, by name.
@@ -496,7 +501,17 @@ impl Db {
                 meta.insert(LOG_SEQ, &seq.to_le_bytes()[..]).at(p)?;
             }
         }
-        txn.commit().at(p)
+        self.commit_txn(txn)
+    }
+
+    /// Commits `txn`; reads begun after this returns see it. Every commit
+    /// of an open `Db` goes through here.
+    fn commit_txn(&self, txn: redb::WriteTransaction) -> Result<(), DbError> {
+        let committed = txn.commit().at(&self.path);
+        // After the commit (a read opening the tables meanwhile would keep
+        // the state before it), and after a failed one too (harmless).
+        self.snapshot.forget();
+        committed
     }
 
     /// Makes every batch committed so far durable, and empties the log.
@@ -518,23 +533,5 @@ impl Db {
         let Db { db, path, .. } = self;
         synced?;
         db.close().at(&path)
-    }
-
-    /// A read transaction's view of table `name`.
-    fn read_table(
-        &self,
-        name: &str,
-    ) -> Result<redb::ReadOnlyTable<&'static [u8], &'static [u8]>, DbError> {
-        check_name(name)?;
-        let p = &self.path;
-        let txn = self.db.begin_read().at(p)?;
-        let data = format!("{DATA_PREFIX}{name}");
-        match txn.open_table(data_def(&data)) {
-            Ok(t) => Ok(t),
-            Err(redb::TableError::TableDoesNotExist(_)) => Err(DbError::NoSuchTable {
-                name: name.to_owned(),
-            }),
-            Err(e) => Err(DbError::redb(p, e)),
-        }
     }
 }

@@ -1,15 +1,54 @@
 //! Reads of a [`Db`]'s tables: by key, by neighbour, and in chunks.
 //!
-//! Each call reads the last committed state in its own read transaction;
-//! successive chunks of one scan may thus see later commits, as an ets
-//! `select/3` continuation may.
+//! Each call reads the last committed state; successive chunks of one
+//! scan may thus see later commits, as an ets `select/3` continuation may.
+//!
+//! Opening a table in a fresh read transaction costs about as much as the
+//! lookup itself (a search of redb's table of tables, measured at 0.85 µs
+//! of 1.55 µs per `get` on a 100,000-record table), so the tables of the
+//! last committed state stay open in a [`Snapshot`] until the next commit.
 
+use std::collections::HashMap;
 use std::ops::Bound;
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use redb::ReadableTableMetadata;
+use redb::{ReadableDatabase, ReadableTableMetadata};
 
 use super::error::At;
-use super::{Db, DbError};
+use super::{data_def, Db, DbError, DATA_PREFIX};
+
+type Table = redb::ReadOnlyTable<&'static [u8], &'static [u8]>;
+
+/// The tables of one read transaction on the last committed state, opened
+/// as reads ask for them and forgotten at each commit
+/// ([`Db::commit_txn`](super::Db)). A read that overlaps a commit may see
+/// the state before it; one that begins after a commit returned sees it,
+/// because the commit forgets the snapshot before it returns and a
+/// snapshot is opened under the lock that forgetting takes.
+///
+/// Holding the read transaction keeps the pages of its state until the
+/// next commit forgets it, which is when redb could first reuse them
+/// anyway, give or take that one commit.
+#[derive(Default)]
+pub(super) struct Snapshot(Mutex<Option<Open>>);
+
+struct Open {
+    txn: redb::ReadTransaction,
+    tables: HashMap<String, Arc<Table>>,
+}
+
+impl Snapshot {
+    /// Drops the open state: the next read opens the one committed now.
+    pub(super) fn forget(&self) {
+        *self.lock() = None;
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<Open>> {
+        // An `Open` is replaced whole or not at all, so one a panic left
+        // behind is as good as any.
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
 
 /// Which way a [`Db::chunk`] goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -136,5 +175,34 @@ impl Db {
 
     fn one(&self, table: &str, start: Start, dir: Direction) -> Result<Option<Pair>, DbError> {
         Ok(self.chunk(table, start, dir, 1)?.items.pop())
+    }
+
+    /// Table `name` in the last committed state.
+    fn read_table(&self, name: &str) -> Result<Arc<Table>, DbError> {
+        super::check_name(name)?;
+        let p = &self.path;
+        let mut snapshot = self.snapshot.lock();
+        let open = match &mut *snapshot {
+            Some(open) => open,
+            empty => empty.insert(Open {
+                txn: self.db.begin_read().at(p)?,
+                tables: HashMap::new(),
+            }),
+        };
+        if let Some(t) = open.tables.get(name) {
+            return Ok(Arc::clone(t));
+        }
+        let data = format!("{DATA_PREFIX}{name}");
+        let table = match open.txn.open_table(data_def(&data)) {
+            Ok(t) => Arc::new(t),
+            Err(redb::TableError::TableDoesNotExist(_)) => {
+                return Err(DbError::NoSuchTable {
+                    name: name.to_owned(),
+                })
+            }
+            Err(e) => return Err(DbError::redb(p, e)),
+        };
+        open.tables.insert(name.to_owned(), Arc::clone(&table));
+        Ok(table)
     }
 }
