@@ -27,7 +27,7 @@
 -export([order_key/1, order_key_etf/1, order_key_etf_dirty/1]).
 -export([open/2, close/1, create_table/3, delete_table/2, tables/1,
          write/3, sync/1, get/3, first/2, last/2, next/3, prev/3,
-         chunk/5, size/2, stored_bytes/2]).
+         chunk/5, records/5, size/2, stored_bytes/2]).
 -export([load_status/0]).
 
 -on_load(init/0).
@@ -158,6 +158,17 @@ prev(_Db, _Tab, _Key) -> ?NIF.
 -spec chunk(db(), binary(), start(), forward | backward, non_neg_integer()) ->
           {ok, [{binary(), binary()}], more | done} | error().
 chunk(_Db, _Tab, _Start, _Dir, _Max) -> ?NIF.
+
+%% @doc Up to `Max' records (at least one while any are left) going forward
+%% from `Start' among the keys that start with `Prefix' (`<<>>' for all),
+%% their values decoded: `{ok, Terms, LastKey, more | done}', `LastKey'
+%% the key of the last one read (`none' when none was; continue from
+%% `{'after', LastKey}'), `done' when the prefix's range is read. A value
+%% the VM's decoder does not take whole comes as its binary: decode it
+%% with `binary_to_term/1', which raises if it is not a term.
+-spec records(db(), binary(), binary(), start(), non_neg_integer()) ->
+          {ok, [term()], binary() | none, more | done} | error().
+records(_Db, _Tab, _Prefix, _Start, _Max) -> ?NIF.
 
 %% @doc How many records table `Tab' holds.
 -spec size(db(), binary()) -> {ok, non_neg_integer()} | error().

@@ -48,7 +48,7 @@ select(Name, KeyPos, MS, Limit) when Limit =:= infinity; is_integer(Limit), Limi
         {keys, Keys} ->
             from_pending(S#sel{start = done, pending = matches_of_keys(S, Keys)});
         {prefix, Prefix} ->
-            scan(S#sel{prefix = Prefix, start = {at, Prefix}, chunk = ?FIRST_RANGE_CHUNK}, [], 0);
+            scan(S#sel{prefix = Prefix, chunk = ?FIRST_RANGE_CHUNK}, [], 0);
         scan ->
             scan(S, [], 0)
     end.
@@ -183,53 +183,54 @@ matches_of_keys(#sel{name = Name, cms = CMS}, Keys) ->
 %% the end of the prefix's range; the continuation resumes after the last
 %% record looked at.
 scan(#sel{name = Name, start = Start, limit = Limit, cms = CMS, prefix = Prefix,
-          chunk = Chunk} = S, Acc, N) ->
+          chunk = Chunk, keypos = KeyPos} = S, Acc, N) ->
     Db = fraghash_redb_db:handle(),
-    {ok, Items, More} = check(fraghash_redb_nif:chunk(Db, Name, Start, forward, Chunk)),
-    {Acc2, N2, Last, Rest, Past} = run(Items, CMS, Prefix, Acc, N, Limit, none),
-    case Past orelse (Rest =:= [] andalso More =:= done) of
-        true when Acc2 =:= [] ->
+    {ok, Vals, LastKey, More} = check(fraghash_redb_nif:records(Db, Name, Prefix, Start, Chunk)),
+    case run([record(V) || V <- Vals], CMS, Acc, N, Limit) of
+        {Acc2, _N2, all} when More =:= done, Acc2 =:= [] ->
             '$end_of_table';
-        true ->
+        {Acc2, _N2, all} when More =:= done ->
             {lists:reverse(Acc2), S#sel{start = done}};
-        false ->
-            S2 = S#sel{start = {'after', Last},
+        {Acc2, N2, all} ->
+            S2 = S#sel{start = {'after', LastKey},
                        chunk = min(Chunk * 4, fraghash_redb_copies:chunk())},
             case is_integer(Limit) andalso N2 >= Limit of
                 true -> {lists:reverse(Acc2), S2};
                 false -> scan(S2, Acc2, N2)
-            end
+            end;
+        {Acc2, _N2, {stopped_at, Rec}} ->
+            Key = fraghash_redb_nif:order_key(element(KeyPos, Rec)),
+            {lists:reverse(Acc2), S#sel{start = {'after', Key}}}
     end.
 
-%% -> {Matches, Count, LastKeyLookedAt, NotLookedAt, PastThePrefix}
-%% The records of the prefix's range go through the match spec in one
-%% call when all of their matches fit under the limit (a select without a
-%% limit always), else one by one, to stop at the limit's last match.
-run(Items, CMS, Prefix, Acc, N, Limit, Last) ->
-    {In, Out} = lists:splitwith(fun({K, _}) -> has_prefix(K, Prefix) end, Items),
-    case Limit =:= infinity orelse N + length(In) =< Limit of
-        true when In =:= [] ->
-            {Acc, N, Last, [], Out =/= []};
+%% A value the NIF left as bytes (see fraghash_redb_nif:records/5).
+record(V) when is_binary(V) -> binary_to_term(V);
+record(R) -> R.
+
+%% -> {Matches, Count, all | {stopped_at, LastRecordLookedAt}}
+%% The records go through the match spec in one call when all of their
+%% matches fit under the limit (a select without a limit always), else one
+%% by one, to stop at the limit's last match.
+run(Recs, CMS, Acc, N, Limit) ->
+    case Limit =:= infinity orelse N + length(Recs) =< Limit of
         true ->
-            Matches = ets:match_spec_run([binary_to_term(V) || {_, V} <- In], CMS),
-            {lists:reverse(Matches, Acc), N + length(Matches), element(1, lists:last(In)), [],
-             Out =/= []};
+            Matches = ets:match_spec_run(Recs, CMS),
+            {lists:reverse(Matches, Acc), N + length(Matches), all};
         false ->
-            one_by_one(In, CMS, Acc, N, Limit, Last, Out =/= [])
+            one_by_one(Recs, CMS, Acc, N, Limit)
     end.
 
-one_by_one(Items, _CMS, Acc, N, Limit, Last, _Past) when N >= Limit ->
-    {Acc, N, Last, Items, false};
-one_by_one([], _CMS, Acc, N, _Limit, Last, Past) ->
-    {Acc, N, Last, [], Past};
-one_by_one([{K, V} | Rest], CMS, Acc, N, Limit, _Last, Past) ->
-    case ets:match_spec_run([binary_to_term(V)], CMS) of
-        [] -> one_by_one(Rest, CMS, Acc, N, Limit, K, Past);
-        [R] -> one_by_one(Rest, CMS, [R | Acc], N + 1, Limit, K, Past)
+one_by_one([], _CMS, Acc, N, _Limit) ->
+    {Acc, N, all};
+one_by_one([R | Rest], CMS, Acc, N, Limit) ->
+    {Acc2, N2} = case ets:match_spec_run([R], CMS) of
+                     [] -> {Acc, N};
+                     [M] -> {[M | Acc], N + 1}
+                 end,
+    case N2 >= Limit andalso Rest =/= [] of
+        true -> {Acc2, N2, {stopped_at, R}};
+        false -> one_by_one(Rest, CMS, Acc2, N2, Limit)
     end.
-
-has_prefix(_K, <<>>) -> true;
-has_prefix(K, P) -> binary:longest_common_prefix([K, P]) =:= byte_size(P).
 
 key_bin(Key) ->
     try {ok, fraghash_redb_nif:order_key(Key)}

@@ -213,7 +213,14 @@ select() ->
     {prefix, P2} = Plan([{{ord, [a, b | '_'], '_'}, [], []}]),
     ?assertEqual(P2, binary:part(fraghash_redb_nif:order_key([a, b, c]), 0, byte_size(P2))),
     ?assertNotEqual(P2, binary:part(fraghash_redb_nif:order_key([a, c]), 0, byte_size(P2))),
-    ets:delete(Mirror).
+    ets:delete(Mirror),
+    %% A stored value that is not a term is an error, never a record.
+    ok = create(garbled, set),
+    ok = fraghash_redb_nif:write(fraghash_redb_db:handle(),
+                                 [{put, <<"m:garbled">>, fraghash_redb_nif:order_key(1),
+                                   <<131, 0, 1, 2>>}], immediate),
+    ?assertExit({aborted, {badarg, _}}, mnesia:dirty_select(garbled, [{'_', [], ['$_']}])),
+    {atomic, ok} = mnesia:delete_table(garbled).
 
 ets_chunks('$end_of_table') -> [];
 ets_chunks({Matches, Cont}) -> [Matches | ets_chunks(ets:select(Cont))].

@@ -16,6 +16,7 @@
 //! | `first(Db, Tab)`, `last(Db, Tab)` | dirty I/O | `{ok, Key, Value}` or `'$end_of_table'` |
 //! | `next(Db, Tab, Key)`, `prev(Db, Tab, Key)` | dirty I/O | the same |
 //! | `chunk(Db, Tab, Start, Dir, Max)` | dirty I/O | `{ok, [{Key, Value}], more \| done}` |
+//! | `records(Db, Tab, Prefix, Start, Max)` | dirty I/O | `{ok, [Term], LastKey \| none, more \| done}` |
 //! | `size(Db, Tab)` | dirty I/O | `{ok, Count}` |
 //!
 //! `Path`, `Name`, `Tab`, `Key`, `Value` and `Props` are binaries (keys are
@@ -77,6 +78,7 @@ mod atoms {
         backward,
         more,
         done,
+        none,
         end_of_table = "$end_of_table",
     }
 }
@@ -410,6 +412,44 @@ fn chunk<'a>(
             .collect();
         let more = if more { atoms::more() } else { atoms::done() };
         Ok((atoms::ok(), list, more).encode(env))
+    }))
+}
+
+/// Up to `max` records forward from `start` among the keys that start
+/// with `prefix` (`<<>>`: all), their values decoded from the external
+/// term format: `{ok, Terms, LastKey, more | done}`, `LastKey` the key of
+/// the last record read (`none` when none was), `done` once the prefix's
+/// range is read. A value the VM's decoder does not take whole comes as
+/// its binary, for the caller's `binary_to_term/1` to decode or to raise
+/// on: the terms a caller stores are records (tuples), so a binary here is
+/// never a record. Saves a scan a key binary, a value binary and a tuple
+/// per record, and an Erlang call to decode it.
+#[rustler::nif(schedule = "DirtyIo")]
+fn records<'a>(
+    env: Env<'a>,
+    db: ResourceArc<DbResource>,
+    tab: Binary<'a>,
+    prefix: Binary<'a>,
+    start: Term<'a>,
+    max: usize,
+) -> NifResult<Term<'a>> {
+    let tab = utf8(tab)?;
+    let start = decode_start(start)?;
+    Ok(with_db(env, &db, |d| {
+        let Chunk { items, more } = d.prefix_chunk(tab, prefix.as_slice(), start, max)?;
+        let last = match items.last() {
+            Some((k, _)) => binary(env, k),
+            None => atoms::none().encode(env),
+        };
+        let terms: Vec<Term> = items
+            .iter()
+            .map(|(_, v)| match env.binary_to_term(v) {
+                Some((term, used)) if used == v.len() => term,
+                _ => binary(env, v),
+            })
+            .collect();
+        let more = if more { atoms::more() } else { atoms::done() };
+        Ok((atoms::ok(), terms, last, more).encode(env))
     }))
 }
 

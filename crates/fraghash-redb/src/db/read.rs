@@ -86,6 +86,24 @@ type Guards<'a> = (
     redb::AccessGuard<'a, &'static [u8]>,
 );
 
+/// The bound a [`Start`] puts on the keys read.
+fn lower(start: Start<'_>) -> Bound<&[u8]> {
+    match start {
+        Start::Edge => Bound::Unbounded,
+        Start::After(k) => Bound::Excluded(k),
+        Start::At(k) => Bound::Included(k),
+    }
+}
+
+/// The smallest key above every key that starts with `prefix`: `None`
+/// when there is none (an empty prefix, or one of 0xFF bytes only).
+fn successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let end = prefix.iter().rposition(|&b| b != 0xFF)?;
+    let mut k = prefix[..=end].to_vec();
+    k[end] += 1;
+    Some(k)
+}
+
 fn owned(item: Result<Guards<'_>, redb::StorageError>, db: &Db) -> Result<Pair, DbError> {
     let (k, v) = item.at(&db.path)?;
     Ok((k.value().to_vec(), v.value().to_vec()))
@@ -122,16 +140,49 @@ impl Db {
         direction: Direction,
         max: usize,
     ) -> Result<Chunk, DbError> {
+        let bound = lower(start);
+        match direction {
+            Direction::Forward => {
+                self.range_chunk(table, (bound, Bound::Unbounded), direction, max)
+            }
+            Direction::Backward => {
+                self.range_chunk(table, (Bound::Unbounded, bound), direction, max)
+            }
+        }
+    }
+
+    /// As [`Db::chunk`] forward, over the keys that start with `prefix`
+    /// only: [`Chunk::more`] is `false` once the chunk reaches the end of
+    /// their range. `Start::Edge` is the range's first key; the other
+    /// starts are keys within it (a key outside the range reads nothing or
+    /// the range's first keys, as it falls).
+    pub fn prefix_chunk(
+        &self,
+        table: &str,
+        prefix: &[u8],
+        start: Start,
+        max: usize,
+    ) -> Result<Chunk, DbError> {
+        let from = match start {
+            Start::Edge => Bound::Included(prefix),
+            other => lower(other),
+        };
+        let upper = successor(prefix);
+        let to = match &upper {
+            Some(k) => Bound::Excluded(k.as_slice()),
+            None => Bound::Unbounded,
+        };
+        self.range_chunk(table, (from, to), Direction::Forward, max)
+    }
+
+    fn range_chunk(
+        &self,
+        table: &str,
+        range: (Bound<&[u8]>, Bound<&[u8]>),
+        direction: Direction,
+        max: usize,
+    ) -> Result<Chunk, DbError> {
         let t = self.read_table(table)?;
-        let bound = match start {
-            Start::Edge => Bound::Unbounded,
-            Start::After(k) => Bound::Excluded(k),
-            Start::At(k) => Bound::Included(k),
-        };
-        let range = match direction {
-            Direction::Forward => (bound, Bound::Unbounded),
-            Direction::Backward => (Bound::Unbounded, bound),
-        };
         let mut it = t.range::<&[u8]>(range).at(&self.path)?;
         let max = max.max(1);
         let mut items = Vec::with_capacity(max.min(1024));
