@@ -31,8 +31,10 @@
 #                                       default 15000000), redb_copies only
 #                                       unless FRAGHASH_REDB_BENCH_STORAGE
 #                                       says otherwise (dets files stop at
-#                                       2 GB), an hour or more, several GB of
-#                                       disc: not for CI)
+#                                       2 GB), then grown to two fragments
+#                                       with fraghash_frag:add_frag/2; an hour
+#                                       or more, several GB of disc: not for
+#                                       CI)
 # Environment: scripts/build-nif.sh's variables; for redb,
 # FRAGHASH_REDB_BENCH_STORAGE (comma-separated storage types, default all
 # three) and FRAGHASH_REDB_CACHE_BYTES (redb's page cache, default
@@ -73,15 +75,16 @@ case "$what" in
     redb)
         shift
         storage=redb_copies,disc_only_copies,disc_copies
+        opts=
         case "${1:-}" in
             --full) sizes="100000,1000000" ;;
-            --big) sizes=${FRAGHASH_REDB_BENCH_BIG_RECORDS:-15000000}; storage=redb_copies ;;
+            --big) sizes=${FRAGHASH_REDB_BENCH_BIG_RECORDS:-15000000}; storage=redb_copies; opts=grow ;;
             "") sizes=100000 ;;
             *) sizes=$(echo "$@" | tr ' ' ',') ;;
         esac
         storage=${FRAGHASH_REDB_BENCH_STORAGE:-$storage}
         erl -noshell -pa "$lib/ebin" "$lib/bench/mnesia" \
-            -eval "fraghash_bench_redb:run(\"$tmp\", [$sizes], [$storage]), halt()."
+            -eval "fraghash_bench_redb:run(\"$tmp\", [$sizes], [$storage], [$opts]), halt()."
         ;;
     *)
         echo "usage: $0 torture [KILLS] | relieve | growth [RECORDS] [MODULES] [REPS] [STORAGE]" \

@@ -29,8 +29,8 @@
 %% `mnesia:activity(async_dirty, _)', then the same in `transaction';
 %% ops/s, median and 99th percentile latency (µs) of the whole activity.</li>
 %% <li>Full scan: `mnesia:select(bench, [{'_', [], ['$_']}])' in one
-%% `async_dirty' activity (every record returned in one list); seconds and
-%% records/s.</li>
+%% `async_dirty' activity (every record returned in one list), three
+%% times; the median's seconds and records/s.</li>
 %% <li>Writes: transactions of one `mnesia:write/1' each, overwriting a
 %% random key with a fresh value, by 1 writer, then by 16 concurrent ones;
 %% total writes/s and p99 latency (µs) of a transaction.</li>
@@ -38,16 +38,23 @@
 %% <li>Reopen: `mnesia:start()' until `mnesia:wait_for_tables([bench],
 %% infinity)' returns (the backend is in the schema, so Mnesia starts it
 %% itself); the table's size is checked afterwards.</li>
+%% <li>Grow, with `run/4''s `grow' (`--big'): the table's fragmentation
+%% activated with `mnesia_frag_slots', then one `fraghash_frag:add_frag/2'
+%% (half the records move to a second fragment of the same storage type);
+%% seconds, records moved, and 10,000 random keys read back through
+%% `mnesia_frag'.</li>
 %% </ol>
 %% Every read and write phase stops after ?SECONDS s or ?MAX_OPS operations,
 %% whichever comes first, so a run's length grows with N only through the
 %% load, the scan and the reopen.
 %%
 %% Durability differs and the figures should be read with it: a
-%% `redb_copies' write is synced to disc before its transaction returns
-%% (concurrent writers share syncs); a `disc_copies' or `disc_only_copies'
-%% write is in Mnesia's log (`LATEST.LOG', written through `disk_log',
-%% not synced per transaction) and the table when it returns.
+%% `redb_copies' write (its default `redb_durability', `logged') is in the
+%% redb database's log before its transaction returns, so it survives a
+%% kill -9 of the VM, and synced within `redb_sync_ms'; a `disc_copies' or
+%% `disc_only_copies' write is in Mnesia's log (`LATEST.LOG', written
+%% through `disk_log', not synced per transaction) and the table when it
+%% returns.
 %%
 %% == Output ==
 %% Per size, a Markdown table: one row per figure, one column per storage
@@ -57,7 +64,7 @@
 %% every figure, for scripts.
 -module(fraghash_bench_redb).
 
--export([run/2, run/3, phase/1]).
+-export([run/2, run/3, run/4, phase/1]).
 
 -define(TAB, bench).
 -define(VALUE_BYTES, 100).
@@ -79,27 +86,33 @@ run(Dir, Sizes) ->
 %% types were not measured is printed as `-'.
 -spec run(string(), [pos_integer()], [atom()]) -> ok.
 run(Dir, Sizes, Storages) ->
+    run(Dir, Sizes, Storages, []).
+
+%% @doc As {@link run/3}; `Opts' `[grow]' adds the grow phase (see the
+%% module documentation) after the reopen.
+-spec run(string(), [pos_integer()], [atom()], [grow]) -> ok.
+run(Dir, Sizes, Storages, Opts) ->
     ok = io:setopts([{encoding, unicode}]),
     io:format("~nMnesia set table, integer keys, ~b-byte random binary values; "
               "~b cores (~s), OTP ~s, Mnesia ~s~n",
               [?VALUE_BYTES, erlang:system_info(logical_processors_available),
                cpu_model(), erlang:system_info(otp_release), mnesia_vsn()]),
-    lists:foreach(fun(N) -> one_size(Dir, N, Storages) end, Sizes).
+    lists:foreach(fun(N) -> one_size(Dir, N, Storages, Opts) end, Sizes).
 
-one_size(Dir, N, Storages) ->
+one_size(Dir, N, Storages, Opts) ->
     io:format("~n~s records; load average before: ~s~n", [thousands(N), loadavg()]),
     Peers = [{S, start_peer()} || S <- Storages],
     try
-        Loaded = [{S, peer:call(P, ?MODULE, phase, [{load, sub(Dir, S, N), S, N}], infinity)}
-                  || {S, P} <- Peers],
+        Loaded = [{S, phase_on(P, S, {load, sub(Dir, S, N), S, N})} || {S, P} <- Peers],
         %% The other phases one storage type after the other, so that all
         %% three meet the same moment of a shared machine; the order turns
         %% by one each phase.
-        Phases = [read_dirty, read_tx, scan, write1, write16, reopen],
+        Phases = [read_dirty, read_tx, scan, write1, write16, reopen]
+            ++ [grow || lists:member(grow, Opts)],
         Timed = [begin
                      Shift = (I - 1) rem length(Peers),
                      {A, B} = lists:split(Shift, Peers),
-                     [{S, peer:call(P, ?MODULE, phase, [{Phase, N}], infinity)} || {S, P} <- B ++ A]
+                     [{S, phase_on(P, S, {Phase, N})} || {S, P} <- B ++ A]
                  end || {I, Phase} <- lists:zip(lists:seq(1, length(Phases)), Phases)],
         Results = [{S, lists:foldl(fun maps:merge/2, L,
                                    [M || Round <- Timed, {S2, M} <- Round, S2 =:= S])}
@@ -111,6 +124,13 @@ one_size(Dir, N, Storages) ->
         [peer:stop(P) || {_, P} <- Peers],
         [file:del_dir_r(sub(Dir, S, N)) || S <- Storages]
     end.
+
+%% A phase's figures, printed as soon as they are in (a long run stopped
+%% part way keeps what it measured).
+phase_on(Peer, Storage, Phase) ->
+    M = peer:call(Peer, ?MODULE, phase, [Phase], infinity),
+    io:format("  ~s ~s: ~s~n", [Storage, element(1, Phase), json_object(M)]),
+    M.
 
 sub(Dir, Storage, N) ->
     filename:join(Dir, io_lib:format("~s-~b", [Storage, N])).
@@ -150,11 +170,17 @@ phase({read_dirty, N}) ->
 phase({read_tx, N}) ->
     prefixed(read_tx, reads(transaction, N));
 phase({scan, N}) ->
-    {ScanS, N} = timed(fun() ->
-                               length(mnesia:activity(async_dirty, fun() ->
-                                   mnesia:select(?TAB, [{'_', [], ['$_']}]) end))
-                       end),
-    true = erlang:garbage_collect(),
+    %% The median of three: one scan's time moves by half between runs on
+    %% a shared machine (most of it building the list of N records).
+    Scans = [begin
+                 {S, N} = timed(fun() ->
+                                        length(mnesia:activity(async_dirty, fun() ->
+                                            mnesia:select(?TAB, [{'_', [], ['$_']}]) end))
+                                end),
+                 true = erlang:garbage_collect(),
+                 S
+             end || _ <- [1, 2, 3]],
+    ScanS = lists:nth(2, lists:sort(Scans)),
     #{scan_s => ScanS, scan_rps => N / ScanS};
 phase({write1, N}) ->
     prefixed(write1, writes(1, N));
@@ -170,7 +196,23 @@ phase({reopen, N}) ->
                       end),
     N = mnesia:table_info(?TAB, size),
     stopped = mnesia:stop(),
-    #{disc_mb => Disc / 1048576, reopen_s => ReopenS}.
+    #{disc_mb => Disc / 1048576, reopen_s => ReopenS};
+phase({grow, N}) ->
+    ok = mnesia:start(),
+    ok = mnesia:wait_for_tables([?TAB], infinity),
+    {atomic, ok} = mnesia:change_table_frag(?TAB, {activate, [{hash_module, mnesia_frag_slots},
+                                                              {node_pool, [node()]}]}),
+    GrowS = seconds(fun() -> {atomic, ok} = fraghash_frag:add_frag(?TAB, [node()]) end),
+    Moved = mnesia:table_info(fraghash_frag:frag_name(?TAB, 2), size),
+    N = Moved + mnesia:table_info(?TAB, size),
+    %% Every key still reads, through the fragments.
+    Missing = [K || K <- [rand:uniform(N) || _ <- lists:seq(1, 10000)],
+                    [] =:= mnesia:activity(async_dirty, fun() -> mnesia:read(?TAB, K) end, [],
+                                           mnesia_frag)],
+    [] = Missing,
+    io:format("  grown to 2 fragments in ~.1f s, ~b records moved~n", [GrowS, Moved]),
+    #{grow_s => GrowS, grow_moved => Moved, grow_moved_rps => Moved / GrowS,
+      grow_rss_mb => rss() / 1048576}.
 
 prefixed(P, M) ->
     maps:from_list([{list_to_atom(atom_to_list(P) ++ "_" ++ atom_to_list(K)), V}
@@ -326,7 +368,11 @@ rows() ->
      {"write, 16 writers, writes/s", write16_ops_s, 0, higher},
      {"write, 16 writers, p99 µs", write16_p99_us, 1, lower},
      {"disc, MB", disc_mb, 1, lower},
-     {"reopen, s", reopen_s, 2, lower}].
+     {"reopen, s", reopen_s, 2, lower},
+     {"grow to 2 fragments (mnesia_frag_slots), s", grow_s, 1, lower},
+     {"grow, records moved", grow_moved, 0, higher},
+     {"grow, records moved/s", grow_moved_rps, 0, higher},
+     {"VmRSS after the grow, MB", grow_rss_mb, 1, lower}].
 
 print(N, Results) ->
     Names = [S || {S, _} <- Results],
@@ -341,7 +387,8 @@ print(N, Results) ->
               io:format("| ~ts | ~s | ~s | ~s | ~s |~n",
                         [Label, lists:join(" | ", [num(V, Digits) || V <- Vals]),
                          Ratio(disc_only_copies), Ratio(disc_copies), Better])
-      end, rows()).
+      end, [Row || {_, Key, _, _} = Row <- rows(),
+                   lists:all(fun({_, R}) -> maps:is_key(Key, R) end, Results)]).
 
 ratio(Results, Key, Other) ->
     case {lists:keyfind(redb_copies, 1, Results), lists:keyfind(Other, 1, Results)} of
@@ -361,11 +408,12 @@ thousands(N) when is_integer(N), N < 0 -> "-" ++ thousands(-N);
 thousands(N) when is_integer(N), N < 1000 -> integer_to_list(N);
 thousands(N) when is_integer(N) -> thousands(N div 1000) ++ io_lib:format(",~3..0b", [N rem 1000]).
 
+json_object(M) ->
+    ["{", lists:join(",", [io_lib:format("\"~s\":~s", [K, jnum(V)])
+                           || {K, V} <- lists:sort(maps:to_list(M))]), "}"].
+
 json(N, Results) ->
-    Obj = fun(M) ->
-                  ["{", lists:join(",", [io_lib:format("\"~s\":~s", [K, jnum(V)])
-                                         || {K, V} <- lists:sort(maps:to_list(M))]), "}"]
-          end,
+    Obj = fun json_object/1,
     ["{\"bench\":\"redb\",\"records\":", integer_to_list(N), ",\"value_bytes\":",
      integer_to_list(?VALUE_BYTES), ",\"results\":{",
      lists:join(",", [["\"", atom_to_list(S), "\":", Obj(R)] || {S, R} <- Results]), "}}"].
