@@ -72,13 +72,15 @@
 %%
 %% == Reads ==
 %% Readers call the NIF directly (dirty I/O schedulers), concurrently.
-%% `lookup' is one B-tree search. `first/last/next/prev' are one search
+%% `lookup' is one B-tree search (the tables of the last committed state
+%% stay open between commits, so a read does not search redb's table of
+%% tables first). `first/last/next/prev' are one search
 %% each. `select' ({@link fraghash_redb_select}) compiles the match spec
 %% with `ets:match_spec_compile/1'; when every clause's head binds the key
 %% to a ground term it reads only those keys; when every clause binds a
 %% leading part of the key (`{user, 42, '_'}', `[$a | '_']') it reads only
 %% the range of keys starting so; otherwise it scans the table, in chunks
-%% of {@link chunk/0} records. `info(T, size)' is redb's count, kept in
+%% of {@link chunk/0} records whose values the NIF decodes. `info(T, size)' is redb's count, kept in
 %% the table's root, O(1). `info(T, memory)' is the bytes the records take in
 %% the file (keys and values, without page overhead), not Erlang memory:
 %% it walks the table's pages, O(table). `slot/3' walks to
