@@ -161,13 +161,14 @@ chunk(_Db, _Tab, _Start, _Dir, _Max) -> ?NIF.
 
 %% @doc Up to `Max' records (at least one while any are left) going forward
 %% from `Start' among the keys that start with `Prefix' (`<<>>' for all),
-%% their values decoded: `{ok, Terms, LastKey, more | done}', `LastKey'
-%% the key of the last one read (`none' when none was; continue from
-%% `{'after', LastKey}'), `done' when the prefix's range is read. A value
-%% the VM's decoder does not take whole comes as its binary: decode it
-%% with `binary_to_term/1', which raises if it is not a term.
+%% their values decoded: `{ok, Terms, LastKey, more | done, Undecoded}',
+%% `LastKey' the key of the last one read (`none' when none was; continue
+%% from `{'after', LastKey}'), `done' when the prefix's range is read. A
+%% value the VM's decoder does not take whole comes as its binary (decode
+%% it with `binary_to_term/1', which raises if it is not a term);
+%% `Undecoded' counts them.
 -spec records(db(), binary(), binary(), start(), non_neg_integer()) ->
-          {ok, [term()], binary() | none, more | done} | error().
+          {ok, [term()], binary() | none, more | done, non_neg_integer()} | error().
 records(_Db, _Tab, _Prefix, _Start, _Max) -> ?NIF.
 
 %% @doc How many records table `Tab' holds.

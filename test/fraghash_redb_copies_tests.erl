@@ -170,6 +170,15 @@ select() ->
              [{{ord, '$1', '_'}, [{is_atom, '$1'}], ['$1']},
               {{ord, '$1', '$2'}, [{is_tuple, '$1'}, {'<', '$2', 100}], ['$_']}],
              [{'_', [], ['$_']}],
+             %% Every record as it is (matches without running the spec),
+             %% and near misses that must run it.
+             [{'$1', [], ['$1']}],
+             [{'$1', [], ['$_']}],
+             [{'_', [], ['$_']}, {{ord, '$1', '_'}, [], ['$1']}],
+             [{'$1', [], [{{'$1'}}]}],
+             [{'_', [], [match]}],
+             [{'$1', [{is_integer, '$1'}], ['$1']}],
+             [{{ord, '_', '_'}, [], ['$_']}],
              [{{ord, '_', -1}, [], ['$_']}],
              %% Bound keys: read by key, not scanned.
              [{{ord, K, '$1'}, [], [{{K, '$1'}}]} || {ord, K, _} <- lists:sublist(all(ord), 5)],
@@ -198,6 +207,10 @@ select() ->
       end, Specs),
     ?assertEqual('$end_of_table',
                  fraghash_redb_copies:select(?ALIAS, ord, [{{ord, '_', -1}, [], ['$_']}], 10)),
+    %% A spec ets rejects is rejected, also behind a clause that takes all.
+    ?assertError(badarg, ets:select(Mirror, [{'_', [], ['$_']}, not_a_clause])),
+    ?assertError(badarg, fraghash_redb_copies:select(?ALIAS, ord,
+                                                     [{'_', [], ['$_']}, not_a_clause], 10)),
     %% What each reads.
     Plan = fun(MS) -> fraghash_redb_select:plan(2, MS) end,
     ?assertEqual({keys, [a, b]}, Plan([{{ord, b, '_'}, [], []}, {{ord, a, '$1'}, [], []}])),

@@ -16,7 +16,7 @@
 //! | `first(Db, Tab)`, `last(Db, Tab)` | dirty I/O | `{ok, Key, Value}` or `'$end_of_table'` |
 //! | `next(Db, Tab, Key)`, `prev(Db, Tab, Key)` | dirty I/O | the same |
 //! | `chunk(Db, Tab, Start, Dir, Max)` | dirty I/O | `{ok, [{Key, Value}], more \| done}` |
-//! | `records(Db, Tab, Prefix, Start, Max)` | dirty I/O | `{ok, [Term], LastKey \| none, more \| done}` |
+//! | `records(Db, Tab, Prefix, Start, Max)` | dirty I/O | `{ok, [Term], LastKey \| none, more \| done, Undecoded}` |
 //! | `size(Db, Tab)` | dirty I/O | `{ok, Count}` |
 //!
 //! `Path`, `Name`, `Tab`, `Key`, `Value` and `Props` are binaries (keys are
@@ -417,13 +417,15 @@ fn chunk<'a>(
 
 /// Up to `max` records forward from `start` among the keys that start
 /// with `prefix` (`<<>>`: all), their values decoded from the external
-/// term format: `{ok, Terms, LastKey, more | done}`, `LastKey` the key of
-/// the last record read (`none` when none was), `done` once the prefix's
-/// range is read. A value the VM's decoder does not take whole comes as
-/// its binary, for the caller's `binary_to_term/1` to decode or to raise
-/// on: the terms a caller stores are records (tuples), so a binary here is
-/// never a record. Saves a scan a key binary, a value binary and a tuple
-/// per record, and an Erlang call to decode it.
+/// term format: `{ok, Terms, LastKey, more | done, Undecoded}`, `LastKey`
+/// the key of the last record read (`none` when none was), `done` once the
+/// prefix's range is read. A value the VM's decoder does not take whole
+/// comes as its binary, for the caller's `binary_to_term/1` to decode or to
+/// raise on: the terms a caller stores are records (tuples), so a binary
+/// here is never a record. `Undecoded` counts those binaries, so that a
+/// caller walks the list for them only when there are any (nearly never).
+/// Saves a scan a key binary, a value binary and a tuple per record, and
+/// an Erlang call to decode it.
 #[rustler::nif(schedule = "DirtyIo")]
 fn records<'a>(
     env: Env<'a>,
@@ -441,15 +443,19 @@ fn records<'a>(
             Some((k, _)) => binary(env, k),
             None => atoms::none().encode(env),
         };
+        let mut undecoded = 0usize;
         let terms: Vec<Term> = items
             .iter()
             .map(|(_, v)| match env.binary_to_term(v) {
                 Some((term, used)) if used == v.len() => term,
-                _ => binary(env, v),
+                _ => {
+                    undecoded += 1;
+                    binary(env, v)
+                }
             })
             .collect();
         let more = if more { atoms::more() } else { atoms::done() };
-        Ok((atoms::ok(), terms, last, more).encode(env))
+        Ok((atoms::ok(), terms, last, more, undecoded).encode(env))
     }))
 }
 
