@@ -36,6 +36,21 @@ fn tables_are_created_listed_and_deleted() {
         db.get("a", b"k"),
         Err(DbError::NoSuchTable { .. })
     ));
+    // Nor can a write bring a deleted table back, in any durability.
+    for d in [
+        Durability::Logged,
+        Durability::Deferred,
+        Durability::Immediate,
+    ] {
+        assert!(matches!(
+            db.write(&[put("a", b"k", b"v")], d),
+            Err(DbError::NoSuchTable { .. })
+        ));
+    }
+    assert!(matches!(
+        db.get("a", b"k"),
+        Err(DbError::NoSuchTable { .. })
+    ));
     assert!(matches!(
         db.delete_table("a"),
         Err(DbError::NoSuchTable { .. })
@@ -194,6 +209,10 @@ fn data_survives_close_and_reopen() {
     let db = Db::open(&path, &opts).unwrap();
     assert_eq!(db.tables().unwrap(), vec![("t".into(), b"p".to_vec())]);
     assert_eq!(db.get("t", b"a").unwrap(), Some(b"1".to_vec()));
+    // The reopened database knows its tables for writes too.
+    db.write(&[put("t", b"b", b"2")], Durability::Logged)
+        .unwrap();
+    assert_eq!(db.get("t", b"b").unwrap(), Some(b"2".to_vec()));
 }
 
 #[test]
@@ -251,6 +270,45 @@ fn a_log_left_beside_a_new_database_is_not_replayed() {
     let db = Db::open(&path, &OpenOptions::default()).unwrap();
     assert!(db.tables().unwrap().is_empty());
     assert_eq!(db.log_bytes(), 0);
+}
+
+/// A synced commit records which log records it holds, so that a log a
+/// kill left between that commit and the log's emptying is not replayed
+/// over it: neither a logged value a synced write replaced, nor a logged
+/// write into a table deleted since.
+#[test]
+fn a_log_kept_past_a_synced_commit_is_not_replayed() {
+    type Synced = fn(&Db);
+    let cases: [(&str, Synced); 2] = [
+        ("a synced write", |db| {
+            db.write(&[put("t", b"k", b"new")], Durability::Immediate)
+                .unwrap()
+        }),
+        ("a table deleted", |db| db.delete_table("t").unwrap()),
+    ];
+    for (what, synced) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.redb");
+        let log = dir.path().join("s.redb.log");
+        let db = Db::open(&path, &OpenOptions::default()).unwrap();
+        db.create_table("t", b"").unwrap();
+        db.write(&[put("t", b"k", b"old")], Durability::Logged)
+            .unwrap();
+        let kept = std::fs::read(&log).unwrap();
+        synced(&db);
+        drop(db);
+        // As if the process died after the synced commit, before the log
+        // was emptied.
+        std::fs::write(&log, &kept).unwrap();
+        let db = Db::open(&path, &OpenOptions::default())
+            .unwrap_or_else(|e| panic!("{what}: reopening failed: {e}"));
+        let want = if what == "a synced write" {
+            Some(b"new".to_vec())
+        } else {
+            None
+        };
+        assert_eq!(db.get("t", b"k").ok().flatten(), want, "{what}");
+    }
 }
 
 /// Reads keep the last committed state's tables open between commits; a

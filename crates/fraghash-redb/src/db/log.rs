@@ -11,15 +11,21 @@
 //! logged since the last synced commit, which the log does not sync.
 //!
 //! ## Sequence numbers
-//! Each record carries a number one above the last. The redb commit of a
-//! logged batch stores that number in the meta table (`log_seq`) in the
-//! same transaction. A synced commit (an [`Durability::Immediate`] batch,
-//! a table created or deleted, [`super::Db::sync`]) makes every earlier
-//! commit durable, their `log_seq` included; the log is then emptied. So
-//! after a crash the durable `log_seq` is the number of the last record
-//! redb kept, and opening replays, in one synced commit, exactly the
-//! records numbered above it. A crash between the synced commit and the
-//! emptying leaves records that the number tells to skip.
+//! Each record carries a number one above the last. A synced commit (an
+//! [`Durability::Immediate`] batch, a table created or deleted,
+//! [`super::Db::sync`]) makes every earlier commit durable and stores, in
+//! the same transaction, the number of the last record appended then in
+//! the meta table (`log_seq`); the log is then emptied. The commit of a
+//! logged batch stores nothing more than the batch: redb forgets it at a
+//! crash anyway, and writing the number there would cost every commit a
+//! page of the meta table. So after a crash the durable `log_seq` is the
+//! number of the last record the last synced commit holds, and opening
+//! replays, in one synced commit, exactly the records numbered above it.
+//! A crash between the synced commit and the emptying leaves records that
+//! the number tells to skip. (Were redb ever to keep an unsynced commit,
+//! the replay would still be right: it applies, in their order, whole
+//! batches of puts, deletes and clears, which give every key the value its
+//! last op gives it, from any state that holds a prefix of them.)
 //!
 //! ## A torn end
 //! A record that ends early, whose checksum fails or whose number is not
@@ -146,6 +152,12 @@ impl Log {
             log.file.set_len(log.len).map_err(io(path))?;
         }
         Ok((log, records))
+    }
+
+    /// The number of the last record appended (the durable number the log
+    /// was opened with when none was).
+    pub(super) fn last_seq(&self) -> u64 {
+        self.next_seq - 1
     }
 
     /// The bytes the log holds, its header included.

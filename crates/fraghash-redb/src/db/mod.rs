@@ -50,7 +50,7 @@ mod error;
 mod log;
 mod read;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
@@ -171,6 +171,11 @@ pub struct Db {
     /// redb commits then come in one order.
     log: Mutex<log::Log>,
     log_limit: u64,
+    /// The names of the catalogue's tables, as its last commit left them:
+    /// a batch checks its tables here instead of opening the catalogue
+    /// (about a fifth of a one-record commit). Changed only with the
+    /// writer lock held, by the commits that change the catalogue.
+    names: Mutex<HashSet<String>>,
     /// The last committed state's tables, opened once per commit for the
     /// reads (see [`Snapshot`]).
     snapshot: Snapshot,
@@ -249,6 +254,14 @@ fn check_format(db: &redb::Database, p: &Path, create: bool) -> Result<bool, DbE
     Ok(true)
 }
 
+/// Stores `seq` as the number of the last log record that a synced commit
+/// of `txn` holds.
+fn mark_log_seq(txn: &redb::WriteTransaction, p: &Path, seq: u64) -> Result<(), DbError> {
+    let mut meta = txn.open_table(META).at(p)?;
+    meta.insert(LOG_SEQ, &seq.to_le_bytes()[..]).at(p)?;
+    Ok(())
+}
+
 /// The number of the last logged batch in the database's durable state.
 fn durable_log_seq(db: &redb::Database, p: &Path) -> Result<u64, DbError> {
     let txn = db.begin_read().at(p)?;
@@ -321,8 +334,10 @@ impl Db {
             path: path.to_path_buf(),
             log: Mutex::new(log),
             log_limit: options.log_limit,
+            names: Mutex::new(HashSet::new()),
             snapshot: Snapshot::default(),
         };
+        db.reload_names()?;
         if records.is_empty() {
             // Records redb holds already: an append after them would have
             // to follow their numbering, so they go.
@@ -357,6 +372,39 @@ impl Db {
         }
     }
 
+    /// Reads the table names from the catalogue's committed state.
+    fn reload_names(&self) -> Result<(), DbError> {
+        let names = self.tables()?.into_iter().map(|(name, _)| name).collect();
+        *self.lock_names() = names;
+        Ok(())
+    }
+
+    fn lock_names(&self) -> MutexGuard<'_, HashSet<String>> {
+        self.names.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// After a commit that changed the catalogue (`committed`, its
+    /// result): `name` added or removed from the names. A failed commit
+    /// may still have taken effect in part of redb's state, so the names
+    /// are read again from the catalogue (or, when that fails too, none
+    /// is left: writes then fail rather than create a table's data
+    /// without its catalogue entry).
+    fn catalogue_changed(&self, committed: &Result<(), DbError>, name: &str, added: bool) {
+        match committed {
+            Ok(()) if added => {
+                self.lock_names().insert(name.to_owned());
+            }
+            Ok(()) => {
+                self.lock_names().remove(name);
+            }
+            Err(_) => {
+                if self.reload_names().is_err() {
+                    self.lock_names().clear();
+                }
+            }
+        }
+    }
+
     /// The writer lock (see [`Db`]'s `log` field). A panic while it was
     /// held leaves the log as its last completed call left it.
     fn lock_log(&self) -> MutexGuard<'_, log::Log> {
@@ -386,7 +434,10 @@ impl Db {
             let data = format!("{DATA_PREFIX}{name}");
             txn.open_table(data_def(&data)).at(p)?;
         }
-        synced(&mut log, self.commit_txn(txn))
+        mark_log_seq(&txn, p, log.last_seq())?;
+        let committed = self.commit_txn(txn);
+        self.catalogue_changed(&committed, name, true);
+        synced(&mut log, committed)
     }
 
     /// Deletes table `name` and its records. Durable when it returns.
@@ -405,7 +456,10 @@ impl Db {
             let data = format!("{DATA_PREFIX}{name}");
             txn.delete_table(data_def(&data)).at(p)?;
         }
-        synced(&mut log, self.commit_txn(txn))
+        mark_log_seq(&txn, p, log.last_seq())?;
+        let committed = self.commit_txn(txn);
+        self.catalogue_changed(&committed, name, false);
+        synced(&mut log, committed)
     }
 
     /// Every table, with the properties it was created with, by name.
@@ -434,21 +488,24 @@ impl Db {
                 }
                 let len = log.len();
                 let seq = log.append(ops)?;
-                self.commit(ops, Some(seq), redb::Durability::None)
+                self.commit(ops, None, redb::Durability::None)
                     .inspect_err(|_| log.unappend(seq, len))
             }
             // A logged batch that would take the log past its limit is
             // synced instead, which empties the log.
-            Durability::Immediate | Durability::Logged => synced(
-                &mut log,
-                self.commit(ops, None, redb::Durability::Immediate),
-            ),
+            Durability::Immediate | Durability::Logged => {
+                let last = log.last_seq();
+                synced(
+                    &mut log,
+                    self.commit(ops, Some(last), redb::Durability::Immediate),
+                )
+            }
         }
     }
 
-    /// One redb transaction of `ops`; `seq`, the number of their log
-    /// record, goes into the meta table with them. Called with the writer
-    /// lock held.
+    /// One redb transaction of `ops`; `seq`, for a synced commit the
+    /// number of the last log record, goes into the meta table with them
+    /// (see [`log`](self#the-log)). Called with the writer lock held.
     fn commit(
         &self,
         ops: &[Op],
@@ -459,20 +516,21 @@ impl Db {
         let mut txn = self.db.begin_write().at(p)?;
         txn.set_durability(durability).at(p)?;
         {
-            let cat = txn.open_table(CATALOGUE).at(p)?;
             let mut names: HashMap<&str, String> = HashMap::new();
-            for op in ops {
-                let name = op.table();
-                if !names.contains_key(name) {
-                    if cat.get(name).at(p)?.is_none() {
-                        return Err(DbError::NoSuchTable {
-                            name: name.to_owned(),
-                        });
+            {
+                let known = self.lock_names();
+                for op in ops {
+                    let name = op.table();
+                    if !names.contains_key(name) {
+                        if !known.contains(name) {
+                            return Err(DbError::NoSuchTable {
+                                name: name.to_owned(),
+                            });
+                        }
+                        names.insert(name, format!("{DATA_PREFIX}{name}"));
                     }
-                    names.insert(name, format!("{DATA_PREFIX}{name}"));
                 }
             }
-            drop(cat);
             let mut open = HashMap::new();
             for op in ops {
                 let data = &names[op.table()];
@@ -497,8 +555,7 @@ impl Db {
                 }
             }
             if let Some(seq) = seq {
-                let mut meta = txn.open_table(META).at(p)?;
-                meta.insert(LOG_SEQ, &seq.to_le_bytes()[..]).at(p)?;
+                mark_log_seq(&txn, p, seq)?;
             }
         }
         self.commit_txn(txn)

@@ -1,0 +1,77 @@
+//! What one [`Db::write`] of one record costs, by durability, on a table of
+//! 100,000 records of 100-byte values (the Mnesia backend's commonest
+//! call: Mnesia hands it a committed transaction one record at a time).
+//!
+//! `cargo bench -p fraghash-redb --bench write`
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use fraghash_redb::db::{Db, Durability, Op, OpenOptions};
+
+const RECORDS: u64 = 100_000;
+
+fn key(i: u64) -> [u8; 8] {
+    i.to_be_bytes()
+}
+
+fn loaded() -> (tempfile::TempDir, Db) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let db = Db::open(dir.path().join("bench.redb"), &OpenOptions::default()).expect("open");
+    db.create_table("t", b"").expect("create");
+    let value = [7u8; 100];
+    for chunk in (0..RECORDS).collect::<Vec<_>>().chunks(1000) {
+        let keys: Vec<[u8; 8]> = chunk.iter().map(|&i| key(i)).collect();
+        let ops: Vec<Op> = keys
+            .iter()
+            .map(|k| Op::Put {
+                table: "t",
+                key: k,
+                value: &value,
+            })
+            .collect();
+        db.write(&ops, Durability::Deferred).expect("load");
+    }
+    db.sync().expect("sync");
+    (dir, db)
+}
+
+fn one_record(c: &mut Criterion) {
+    let (_dir, db) = loaded();
+    let value = [9u8; 100];
+    let mut group = c.benchmark_group("write one record");
+    for (name, durability) in [
+        ("logged", Durability::Logged),
+        ("deferred", Durability::Deferred),
+    ] {
+        let mut i = 0u64;
+        group.bench_function(name, |b| {
+            b.iter_batched(
+                || {
+                    // A pseudo-random key of the table (a multiplicative
+                    // walk: every key once per 100,000 writes).
+                    i = (i + 1) % RECORDS;
+                    key(i * 48_271 % RECORDS)
+                },
+                |k| {
+                    db.write(
+                        &[Op::Put {
+                            table: "t",
+                            key: &k,
+                            value: &value,
+                        }],
+                        durability,
+                    )
+                    .expect("write")
+                },
+                BatchSize::SmallInput,
+            )
+        });
+    }
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(20).measurement_time(std::time::Duration::from_secs(3));
+    targets = one_record
+}
+criterion_main!(benches);
