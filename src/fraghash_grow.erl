@@ -42,11 +42,13 @@
 %% A table and its foreign-key tables grow together (`fraghash_grow_group'):
 %% each step above applies to each of them, and their states switch in one
 %% schema change. The copying and reconciling are `fraghash_grow_copy''s,
-%% shared with the del (`fraghash_grow_del'). Limits of this path (see
-%% {@link eligible/1}): tables without `disc_only_copies' fragments.
+%% shared with the del (`fraghash_grow_del'). Every storage type takes
+%% this path: the copies are ordinary writes, and `fraghash_durable' makes
+%% them durable on every kind of disc copy (Mnesia's log, dets files, the
+%% node's redb database).
 -module(fraghash_grow).
 
--export([add_frag/2, add_frag/3, eligible/1, recover/2]).
+-export([add_frag/2, add_frag/3, recover/2]).
 %% Shared with fraghash_grow_del.
 -export([first_entry/2, unexpected_layout/4, changes/3, frags/2, durable/2, clear_name/1]).
 
@@ -115,15 +117,6 @@ create(Tab, Nodes, #{n := N, parts := Parts} = Entry) ->
             ok = fraghash_journal:delete(Tab),
             Aborted
     end.
-
-%% @doc Whether this path (and `fraghash_grow_del' for a del) takes `Tab':
-%% one with no `disc_only_copies' fragment, nor one in its foreign-key
-%% tables (the others take `fraghash_frag''s).
--spec eligible(atom()) -> boolean().
-eligible(Tab) ->
-    {_Mod, _State, N} = hash(Tab),
-    lists:all(fun({T, I}) -> mnesia:table_info(frag_name(T, I), disc_only_copies) =:= [] end,
-              [{T, I} || T <- [Tab | fraghash_grow_schema:foreigners(Tab)], I <- lists:seq(1, N)]).
 
 %% @doc Finishes or undoes the `grow_add' of journal entry `Entry'.
 -spec recover(atom(), map()) -> ok | {error, term()}.

@@ -336,18 +336,18 @@ module_of(linear) -> mnesia_frag_linear.
 %% Plain `mnesia:change_table_frag/2' on a table with disc copies: refused.
 %% Mnesia may not bring its record moves to disc (records lost or back
 %% after a restart; see fraghash_frag and docs/mnesia-disc-safety.md), so
-%% the change must go through fraghash_frag, which runs the same schema
-%% change with the marker below set in the process that calls this hash
-%% module. Outside a transaction (a direct call on a state) and while the
+%% the change must go through fraghash_frag, whose schema changes do not
+%% ask the hash module to move records (it calls `add_frag' and
+%% `del_frag' on a state outside any transaction). Outside a transaction
+%% (a direct call on a state) and while the
 %% table is being created nothing moves, and ram_copies tables lose nothing
 %% on disc: allowed. The application environment variable
 %% `{fraghash, allow_unsafe_change_table_frag, true}' lets plain calls
 %% through (to measure them against the safe path, or to accept the risk).
 refuse_unsafe_change(#fraghash_state{table = Tab}, Op) ->
     InTransaction = get(mnesia_activity_state) =/= undefined,
-    SafePath = get(fraghash_safe_path) =:= Tab,
     Allowed = application:get_env(fraghash, allow_unsafe_change_table_frag, false),
-    case InTransaction andalso not SafePath andalso Allowed =/= true
+    case InTransaction andalso Allowed =/= true
         andalso not creating(Tab) andalso has_disc_copies(Tab) of
         true ->
             Safe = case Op of

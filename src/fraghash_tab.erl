@@ -1,16 +1,17 @@
-%% @doc What the safe growth path (`fraghash_frag', `fraghash_frag_recovery',
-%% `fraghash_snapshot') reads and writes of a fragmented table, below all
+%% @doc What the safe growth path (`fraghash_frag', `fraghash_grow',
+%% `fraghash_grow_del' and the modules below them) reads and writes of a
+%% fragmented table, below all
 %% of them: its hash module and state, where a key lives now, fragment
 %% names, ordinary transactions in batches, durability, misplaced records,
 %% and the step hook the kill -9 tests log. Calls nothing of theirs, so
 %% every arrow of the growth path points down to here.
 -module(fraghash_tab).
 
--export([hash/1, frag_name/2, orphans/0, router/1, foreign_key/1, batches/2, durable/2,
+-export([hash/1, frag_name/2, orphans/0, foreign_key/1, batches/2, durable/2,
          dump_log/0,
          misplaced/1,
          misplaced/2,
-         move_misplaced/1, move_misplaced/2, step/2, set_step_hook/1]).
+         move_misplaced/1, step/2, set_step_hook/1]).
 
 -define(BATCH, 500).
 
@@ -61,9 +62,8 @@ beyond_count(Base, Frag) ->
             false
     end.
 
-%% @doc Where each key of `Tab' lives now: a function from a key to the name
+%% Where each key of `Tab' lives now: a function from a key to the name
 %% of its fragment under the hash state this node holds at the call.
--spec router(atom()) -> fun((term()) -> atom()).
 router(Tab) ->
     {Mod, S, _N} = hash(Tab),
     fun(Key) -> frag_name(Tab, Mod:key_to_frag_number(S, Key)) end.
@@ -154,19 +154,10 @@ misplaced(Tab, Frags) ->
 %% already; deletes it from `From' in either case. Ordinary transactions.
 -spec move_misplaced([{atom(), atom(), term()}]) -> {atomic, ok} | {aborted, term()}.
 move_misplaced(Items) ->
-    move_misplaced(Items, #{}).
-
-%% @doc As {@link move_misplaced/1}; also where `To' holds the record
-%% `Moved' names for the key (the record an add moved there, unchanged
-%% since), the misplaced record, written after the move, replaces it.
--spec move_misplaced([{atom(), atom(), term()}], #{term() => tuple()}) ->
-          {atomic, ok} | {aborted, term()}.
-move_misplaced(Items, Moved) ->
     batches(fun({From, To, K}) ->
-                    There = mnesia:read(To, K, write),
-                    case There =:= [] orelse There =:= [maps:get(K, Moved, none)] of
-                        true -> [mnesia:write(To, R, write) || R <- mnesia:read(From, K, write)];
-                        false -> ok
+                    case mnesia:read(To, K, write) of
+                        [] -> [mnesia:write(To, R, write) || R <- mnesia:read(From, K, write)];
+                        _ -> ok
                     end,
                     mnesia:delete(From, K, write)
             end, Items).

@@ -6,7 +6,8 @@
 %% afterwards: `mnesia:change_table_frag/2' on `ram_copies' tables, which
 %% Mnesia applies to the master and its foreigners in one schema
 %% transaction, and the safe path (`fraghash_frag:add_frag/2', `del_frag/1',
-%% `relieve/3') on `disc_copies' tables, which grows them together too.
+%% `relieve/3') on `disc_copies' and `disc_only_copies' tables, which grows
+%% them together too.
 %% After every step each table holds every record written to it.
 %%
 %% The check reads where records physically are (each fragment table's
@@ -30,7 +31,7 @@ colocation_test_() ->
              [{timeout, ?T, {lists:concat([M, " ", Storage, ": random histories, foreigners "
                                            "follow their master"]),
                              fun() -> histories(M, Storage) end}}
-              || Storage <- [ram_copies, disc_copies], M <- ?MODULES]
+              || Storage <- [ram_copies, disc_copies, disc_only_copies], M <- ?MODULES]
              ++ [{timeout, ?T, {atom_to_list(M) ++ ": a foreigner created without {master, M} "
                                 "follows from the next change on",
                                 fun() -> late_follower(M) end}}
@@ -88,13 +89,13 @@ step(I, #{mod := Mod, master := Master, foreigners := Fs} = W) ->
 do_step(add, #{master := Master, storage := ram_copies} = W) ->
     {atomic, ok} = mnesia:change_table_frag(Master, {add_frag, [node()]}),
     W;
-do_step(add, #{master := Master, storage := disc_copies} = W) ->
+do_step(add, #{master := Master} = W) ->
     {atomic, ok} = fraghash_frag:add_frag(Master, [node()]),
     W;
 do_step(del, #{master := Master, storage := ram_copies} = W) ->
     {atomic, ok} = mnesia:change_table_frag(Master, del_frag),
     W;
-do_step(del, #{master := Master, storage := disc_copies} = W) ->
+do_step(del, #{master := Master} = W) ->
     {atomic, ok} = fraghash_frag:del_frag(Master),
     W;
 do_step(relieve, #{master := Master} = W) ->
@@ -249,7 +250,8 @@ name(Mod, Seed, Suffix) ->
 create_master(Tab, Mod, N, HashState, Storage) ->
     Copies = case Storage of
                  ram_copies -> n_ram_copies;
-                 disc_copies -> n_disc_copies
+                 disc_copies -> n_disc_copies;
+                 disc_only_copies -> n_disc_only_copies
              end,
     fraghash_test_support:create_frag(Tab, Mod, N, [{hash_state, HashState}, {Copies, 1}]).
 
