@@ -13,21 +13,22 @@ fn key(i: u64) -> [u8; 8] {
     i.to_be_bytes()
 }
 
+fn put<'a>(key: &'a [u8], value: &'a [u8]) -> Op<'a> {
+    Op::Put {
+        table: "t",
+        key,
+        value,
+    }
+}
+
 fn loaded() -> (tempfile::TempDir, Db) {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let db = Db::open(dir.path().join("bench.redb"), &OpenOptions::default()).expect("open");
     db.create_table("t", b"").expect("create");
     let value = [7u8; 100];
-    for chunk in (0..RECORDS).collect::<Vec<_>>().chunks(1000) {
-        let keys: Vec<[u8; 8]> = chunk.iter().map(|&i| key(i)).collect();
-        let ops: Vec<Op> = keys
-            .iter()
-            .map(|k| Op::Put {
-                table: "t",
-                key: k,
-                value: &value,
-            })
-            .collect();
+    for start in (0..RECORDS).step_by(1000) {
+        let keys: Vec<[u8; 8]> = (start..start + 1000).map(key).collect();
+        let ops: Vec<Op> = keys.iter().map(|k| put(k, &value)).collect();
         db.write(&ops, Durability::Deferred).expect("load");
     }
     db.sync().expect("sync");
@@ -51,17 +52,7 @@ fn one_record(c: &mut Criterion) {
                     i = (i + 1) % RECORDS;
                     key(i * 48_271 % RECORDS)
                 },
-                |k| {
-                    db.write(
-                        &[Op::Put {
-                            table: "t",
-                            key: &k,
-                            value: &value,
-                        }],
-                        durability,
-                    )
-                    .expect("write")
-                },
+                |k| db.write(&[put(&k, &value)], durability).expect("write"),
                 BatchSize::SmallInput,
             )
         });
