@@ -161,7 +161,7 @@ run(Ctx = #{dir := Dir}, Run, Cl) ->
     {Cl4, Checks} = check_all(Ctx, Run, Cl3),
     Faults = [Fault#{run => Run, controller => Ctl, where => Where} | RecFaults],
     Partitioned = lists:any(fun(#{kind := K}) -> K =:= partition end, Faults),
-    {Cl4, Faults, [C#{partition => Partitioned} || C <- Checks]}.
+    {Cl4, Faults, [C#{partition => Partitioned, faults => Faults} || C <- Checks]}.
 
 %% Whether this fault is a partition (`fraghash_torture2_partition:share/0'
 %% percent of them).
@@ -317,18 +317,19 @@ check_all(#{dir := Dir}, Run, Cl) ->
                                               || {_, {_, Bad, _}, {_, CBad, _}} <- Per])),
              CtlBad = lists:usort(lists:append([CBad || {_, _, {_, CBad, _}} <- Per])),
              AllBad = lists:usort(CtlBad ++ lists:append([Bad || {_, {_, Bad, _}, _} <- Per])),
+             %% What each node holds of a key the table got wrong, fragment
+             %% by fragment, and where the state routes it there: read
+             %% before the repair below writes the key again.
+             OursKeys = [{K, maps:get(K, Exp, none),
+                          [{N, rpc:call(N, fraghash_torture_child, found, [Tab, K], ?WAIT_MS)}
+                           || N <- Nodes]}
+                         || K <- lists:sublist(Ours, 5)],
              [ok = rpc:call(hd(Nodes), ?NODE, repair, [Dir, Run, Tab, {AllBad, Exp}], ?WAIT_MS)
               || AllBad =/= []],
              Sum = fun(Key) -> lists:sum([maps:get(Key, C) || {_, {C, _, _}, _} <- Per]) end,
              #{run => Run, tab => Tab, nodes => [{N, C} || {N, {C, _, _}, _} <- Per],
                checked => Sum(checked), ours => length(Ours),
-               %% What each node holds of the key, fragment by fragment,
-               %% and where the state routes it there.
-               ours_keys => [{K, maps:get(K, Exp, none),
-                              [{N, rpc:call(N, fraghash_torture_child, found, [Tab, K],
-                                            ?WAIT_MS)}
-                               || N <- Nodes]}
-                             || K <- lists:sublist(Ours, 5)],
+               ours_keys => OursKeys,
                control_lost => length(CtlBad),
                control_keys => [{K, maps:get(K, Exp, none)} || K <- lists:sublist(CtlBad, 5)],
                duplicates => Sum(duplicates), misplaced => Sum(misplaced),
@@ -556,8 +557,9 @@ report(Kills, Checks, Secs, Excluded) ->
                          Sum(duplicates), Sum(misplaced), Sum(orphans), Sum(journal_left),
                          length([C || #{structure := [_ | _]} = C <- Cs]),
                          length([C || #{disagree := true} = C <- Cs]), fmt_counts(InTab)]),
-              [io:format(user, "  run ~b: ours ~0p, control ~0p~n", [R, OK, CK])
-               || #{run := R, ours_keys := OK, control_keys := CK} <- Cs, OK ++ CK =/= []]
+              [io:format(user, "  run ~b: ours ~0p, control ~0p; faults ~0p~n",
+                         [R, OK, CK, maps:get(faults, C, [])])
+               || #{run := R, ours_keys := OK, control_keys := CK} = C <- Cs, OK ++ CK =/= []]
       end, ?NODE:tables()).
 
 fmt_counts(M) ->
