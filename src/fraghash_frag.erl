@@ -22,7 +22,6 @@
 -export([distribution/1, info/1]).
 
 
--include("fraghash.hrl").
 
 %%% API
 
