@@ -31,7 +31,9 @@
 %% interrupted operation on `Tab' first.
 -spec add_frag(atom(), [node()]) -> {atomic, ok} | {aborted, term()}.
 add_frag(Tab, Nodes) ->
-    serialized(Tab, fun() -> with_recovery(Tab, fun() -> do_add_frag(Tab, Nodes, none) end) end).
+    serialized(Tab, fun() ->
+                            with_recovery(Tab, fun() -> fraghash_grow:add_frag(Tab, Nodes, none) end)
+                    end).
 
 %% @doc `mnesia_frag_slots' only: adds a fragment on `Nodes' that takes half
 %% of one fragment's slots and nothing else, so that fragment halves and
@@ -44,9 +46,9 @@ relieve(Tab, Nodes, Which) ->
 do_relieve(Tab, Nodes, Which) ->
     case {hash(Tab), Which} of
         {{mnesia_frag_slots, _, _}, largest} ->
-            do_add_frag(Tab, Nodes, {Tab, largest(Tab)});
+            fraghash_grow:add_frag(Tab, Nodes, {Tab, largest(Tab)});
         {{mnesia_frag_slots, _, N}, F} when is_integer(F), F >= 1, F =< N ->
-            do_add_frag(Tab, Nodes, {Tab, F});
+            fraghash_grow:add_frag(Tab, Nodes, {Tab, F});
         {{mnesia_frag_slots, _, N}, _} ->
             {aborted, {fraghash, no_such_fragment,
                        lists:flatten(io_lib:format("~s has fragments 1..~b: name one of them "
@@ -167,10 +169,7 @@ frag_name(Tab, N) -> fraghash_tab:frag_name(Tab, N).
 -spec set_step_hook(fun((atom(), atom()) -> any()) | undefined) -> ok.
 set_step_hook(Fun) -> fraghash_tab:set_step_hook(Fun).
 
-%%% add_frag and del_frag
-
-do_add_frag(Tab, Nodes, Relieve) ->
-    fraghash_grow:add_frag(Tab, Nodes, Relieve).
+%%% del_frag
 
 do_del_frag(Tab) ->
     case hash(Tab) of

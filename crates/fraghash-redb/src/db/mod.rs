@@ -383,6 +383,21 @@ impl Db {
         self.names.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Commits `txn`, which adds (`added`) or removes table `name`, synced
+    /// and marked with the log's last number, and keeps the names in step.
+    fn commit_catalogue(
+        &self,
+        txn: redb::WriteTransaction,
+        log: &mut log::Log,
+        name: &str,
+        added: bool,
+    ) -> Result<(), DbError> {
+        mark_log_seq(&txn, &self.path, log.last_seq())?;
+        let committed = self.commit_txn(txn);
+        self.catalogue_changed(&committed, name, added);
+        synced(log, committed)
+    }
+
     /// After a commit that changed the catalogue (`committed`, its
     /// result): `name` added or removed from the names. A failed commit
     /// may still have taken effect in part of redb's state, so the names
@@ -434,10 +449,7 @@ impl Db {
             let data = format!("{DATA_PREFIX}{name}");
             txn.open_table(data_def(&data)).at(p)?;
         }
-        mark_log_seq(&txn, p, log.last_seq())?;
-        let committed = self.commit_txn(txn);
-        self.catalogue_changed(&committed, name, true);
-        synced(&mut log, committed)
+        self.commit_catalogue(txn, &mut log, name, true)
     }
 
     /// Deletes table `name` and its records. Durable when it returns.
@@ -456,10 +468,7 @@ impl Db {
             let data = format!("{DATA_PREFIX}{name}");
             txn.delete_table(data_def(&data)).at(p)?;
         }
-        mark_log_seq(&txn, p, log.last_seq())?;
-        let committed = self.commit_txn(txn);
-        self.catalogue_changed(&committed, name, false);
-        synced(&mut log, committed)
+        self.commit_catalogue(txn, &mut log, name, false)
     }
 
     /// Every table, with the properties it was created with, by name.
