@@ -34,7 +34,8 @@
 -export_type([where/0, moved/0]).
 
 %% @doc Copies the moving records of each item to where `Where' places
-%% them, in transactions of 500 items that read-lock their sources.
+%% them, in transactions of 500 items that read-lock their sources; one
+%% transaction per layout of the destinations (see `fraghash_tab:by_layout/2').
 -spec copy(where(), [fraghash_grow_group:item()], moved()) -> moved().
 copy(Where, Items, Moved) ->
     copy_batches(Where, lists:usort(Items), Moved).
@@ -43,16 +44,21 @@ copy_batches(_Where, [], Moved) ->
     Moved;
 copy_batches(Where, Items, Moved) ->
     {Batch, Rest} = lists:split(min(?BATCH, length(Items)), Items),
-    {atomic, Copied} =
-        mnesia:sync_transaction(
-          fun() ->
-                  [begin
-                       Recs = moving(Where, I, mnesia:read(S, K, read)),
-                       ok = put_copies(Where, I, Recs, maps:get(I, Moved, [])),
-                       {I, Recs}
-                   end || {S, K} = I <- Batch]
+    %% An item's copies are made by the transaction of its destinations'
+    %% layout, which is the one to report them. (Only a foreign-key
+    %% record whose placing field a writer changed can have destinations
+    %% of two layouts; each transaction then reports what it read, the
+    %% watcher reports that writer's change, and the next round copies the
+    %% item again, to all of them.)
+    {atomic, Runs} =
+        fraghash_tab:by_layout(
+          frags(Where),
+          fun(Mine) ->
+                  [{I, Recs} || {S, K} = I <- Batch,
+                                Recs <- [moving(Where, I, mnesia:read(S, K, read))],
+                                put_copies(Where, I, Recs, maps:get(I, Moved, []), Mine)]
           end),
-    copy_batches(Where, Rest, maps:merge(Moved, maps:from_list(Copied))).
+    copy_batches(Where, Rest, maps:merge(Moved, maps:from_list(lists:append(Runs)))).
 
 %% @doc Copy rounds over the items that writers touched since the last
 %% round (`fraghash_frag_watch' watches every source), until a round finds
@@ -96,7 +102,9 @@ last_copy(Tab, Entry, Step, Watcher, Where, Moved) ->
 
 %% Makes the planned copies from a process of its own, in a `sync_dirty'
 %% activity (applied on every replica when it returns), then durable on
-%% every node holding one of the fragments written.
+%% every node holding one of the fragments written. Each dirty write is a
+%% commit of its own, logged when applied, so the layouts of the
+%% fragments written do not matter here.
 fix(Where, Planned, Moved) ->
     Dests = lists:usort([D || {I, Recs} <- Planned, D <- dests(Where, I, Recs, Moved)]),
     {Pid, Ref} = spawn_monitor(
@@ -104,7 +112,8 @@ fix(Where, Planned, Moved) ->
                            ok = mnesia:activity(
                                   sync_dirty,
                                   fun() ->
-                                          [ok = put_copies(Where, I, Recs, maps:get(I, Moved, []))
+                                          [put_copies(Where, I, Recs, maps:get(I, Moved, []),
+                                                      fun(_) -> true end)
                                            || {I, Recs} <- Planned],
                                           ok
                                   end),
@@ -147,8 +156,10 @@ reconcile(Tab, Where, Items, Moved, DeleteOld) ->
                   chunks(lists:usort(Items))).
 
 reconcile_batch(Tab, Where, Batch, Moved, DeleteOld) ->
-    {atomic, ok} = mnesia:sync_transaction(
-                     fun() -> lists:foreach(fun(I) -> settle_dests(Where, I, Moved) end, Batch) end),
+    Frags = frags(Where),
+    {atomic, _} = fraghash_tab:by_layout(
+                    Frags,
+                    fun(Mine) -> [settle_dests(Where, I, Moved, Mine) || I <- Batch] end),
     {atomic, ok} = mnesia:sync_transaction(
                      fun() -> fraghash_journal:write_progress(Tab, lists:last(Batch)) end),
     %% The journal is on every disc node: its sync covers the
@@ -159,32 +170,34 @@ reconcile_batch(Tab, Where, Batch, Moved, DeleteOld) ->
             ok;
         true ->
             step(Tab, grow_marked),
-            {atomic, ok} = mnesia:sync_transaction(
-                             fun() -> lists:foreach(fun(I) -> leave_source(Where, I) end, Batch) end),
+            {atomic, _} = fraghash_tab:by_layout(
+                            Frags,
+                            fun(Mine) -> [leave_source(Where, I) || {S, _K} = I <- Batch, Mine(S)] end),
             ok = fraghash_durable:tables(lists:usort([S || {S, _K} <- Batch]))
     end.
 
-%% Gives each destination of item `I' its value (see reconcile/5).
-settle_dests(Where, {S, K} = I, Moved) ->
+%% Gives each destination of item `I' that `Mine' holds for its value (see
+%% reconcile/5).
+settle_dests(Where, {S, K} = I, Moved, Mine) ->
     Here = moving(Where, I, mnesia:read(S, K, write)),
     Copy = maps:get(I, Moved, []),
     Place = maps:get(S, Where),
     [begin
          There = lists:sort(mnesia:read(D, K, write)),
-         Mine = [R || R <- Here, Place(R) =:= D],
-         case There =:= [R || R <- Copy, Place(R) =:= D] andalso Mine =/= There of
+         Due = [R || R <- Here, Place(R) =:= D],
+         case There =:= [R || R <- Copy, Place(R) =:= D] andalso Due =/= There of
              false ->
                  ok;
-             true when Mine =:= [] ->
+             true when Due =:= [] ->
                  ok = mnesia:delete(D, K, write);
              true ->
                  %% A bag's records are replaced as a whole (bag fragments
                  %% are never on a storage backend, so this commits whole);
                  %% a set's one record is overwritten in place.
                  [ok = mnesia:delete(D, K, write) || mnesia:table_info(D, type) =:= bag],
-                 [ok = mnesia:write(D, R, write) || R <- Mine]
+                 [ok = mnesia:write(D, R, write) || R <- Due]
          end
-     end || D <- dests(Where, I, Here, Moved)],
+     end || D <- dests(Where, I, Here, Moved), Mine(D)],
     ok.
 
 %% Removes item `I''s moving records from its source.
@@ -218,16 +231,24 @@ dests(Where, {S, _K} = I, Recs, Moved) ->
     Place = maps:get(S, Where),
     lists:usort([Place(R) || R <- Recs ++ maps:get(I, Moved, [])]).
 
-%% Writes item `I''s moving records `Recs' where they go, replacing what its
-%% earlier copy `Prev' left there (nothing else is there under the key), in
-%% the caller's activity.
-put_copies(Where, {S, K} = I, Recs, Prev) ->
+%% Writes item `I''s moving records `Recs' where they go, in those of its
+%% destinations that `Mine' holds for, replacing what its earlier copy
+%% `Prev' left there (nothing else is there under the key), in the
+%% caller's activity. True when this made the item's copy: it wrote one of
+%% its destinations, or it has none.
+put_copies(Where, {S, K} = I, Recs, Prev, Mine) ->
     Place = maps:get(S, Where),
-    [begin
-         ok = mnesia:delete(D, K, write),
-         [ok = mnesia:write(D, R, write) || R <- Recs, Place(R) =:= D]
-     end || D <- dests(Where, I, Recs, #{I => Prev})],
-    ok.
+    Dests = dests(Where, I, Recs, #{I => Prev}),
+    Written = [begin
+                   ok = mnesia:delete(D, K, write),
+                   [ok = mnesia:write(D, R, write) || R <- Recs, Place(R) =:= D],
+                   D
+               end || D <- Dests, Mine(D)],
+    Written =/= [] orelse Dests =:= [].
+
+%% Every fragment of the tables whose fragments `Where' moves records from.
+frags(Where) ->
+    fraghash_tab:fragments(maps:keys(Where)).
 
 %% The items that writers wrote or deleted on the sources since the last
 %% call and that concern the operation: a record written that moves, or an

@@ -154,6 +154,7 @@ rollback(Tab, #{n := N, parts := Parts}) ->
     step(Tab, grow_del_rollback),
     Hidden = lists:append([fraghash_grow_group:items(P, Ds, From, fun(F) -> F =:= L end)
                            || #{dests := Ds, from := From, last := L} = P <- Parts]),
-    {atomic, ok} = fraghash_tab:batches(fun({D, K}) -> mnesia:delete(D, K, write) end, Hidden),
+    {atomic, ok} = fraghash_tab:batches(fun({D, _K}) -> D end,
+                                        fun({D, K}) -> mnesia:delete(D, K, write) end, Hidden),
     ok = durable(Parts, N),
     fraghash_journal:delete(Tab).

@@ -31,6 +31,10 @@
 
 -type changes() :: [{atom(), term(), term()}].
 
+%% How long a schema change waits, in all, for running nodes to load the
+%% tables it changes.
+-define(ACTIVE_MS, 60000).
+
 %% @doc The table's hash module, hash state and fragment count as Mnesia
 %% holds them on this node: `{Mod, State, N}'.
 -spec hash(atom()) -> {module(), term(), pos_integer()}.
@@ -119,14 +123,43 @@ drop_orphan(Frag) ->
         true ->
             ok = load_somewhere(Frag),
             {atomic, ok} =
-                mnesia_schema:schema_transaction(
+                when_active(
                   fun() ->
-                          TidTs = mnesia_schema:get_tid_ts_and_lock(schema, write),
-                          mnesia_schema:insert_schema_ops(
-                            TidTs, mnesia_schema:make_delete_table(Frag, single_frag)),
-                          ok
+                          mnesia_schema:schema_transaction(
+                            fun() ->
+                                    TidTs = mnesia_schema:get_tid_ts_and_lock(schema, write),
+                                    mnesia_schema:insert_schema_ops(
+                                      TidTs, mnesia_schema:make_delete_table(Frag, single_frag)),
+                                    ok
+                            end)
                   end),
             ok
+    end.
+
+%% Runs the schema change `Change()' again while it aborts because a
+%% running node holding a disc copy of a table it changes has not loaded
+%% that table yet (Mnesia's `not_active'), as just after a restart, when
+%% recovery on one node can run before the other node loaded its tables:
+%% waits for those nodes to load it, up to ?ACTIVE_MS in all. A node that
+%% is down makes the change abort, as Mnesia answers.
+when_active(Change) ->
+    when_active(Change, erlang:monotonic_time(millisecond) + ?ACTIVE_MS).
+
+when_active(Change, Deadline) ->
+    case Change() of
+        {aborted, {not_active, _Why, Tab, Nodes}} = Aborted when is_list(Nodes) ->
+            Left = Deadline - erlang:monotonic_time(millisecond),
+            Running = mnesia:system_info(running_db_nodes),
+            case Left > 0 andalso Nodes -- Running =:= [] of
+                true ->
+                    _ = [rpc:call(N, mnesia, wait_for_tables, [[Tab], Left], Left + 1000)
+                         || N <- Nodes],
+                    when_active(Change, Deadline);
+                false ->
+                    Aborted
+            end;
+        Result ->
+            Result
     end.
 
 %%% Internals
@@ -162,7 +195,8 @@ load_somewhere(Frag) ->
     end.
 
 %% One schema transaction holding the schema and `Tab' (fragment 1)
-%% write-locked, run by a process of its own. The lock on fragment 1 is
+%% write-locked, run by a process of its own (again, while a running node
+%% still loads a table it changes: `when_active/1'). The lock on fragment 1 is
 %% not needed for the change itself, but it is what lets the change commit
 %% under heavy writes: a schema commit waits for Mnesia's dumper queue,
 %% and writers faster than the dumper keep that queue growing (Mnesia's
@@ -184,15 +218,18 @@ transaction(Tab, Fun) ->
             {Pid, Ref} =
                 spawn_monitor(
                   fun() ->
-                          exit({schema_transaction_done,
-                                mnesia_schema:schema_transaction(
-                                  fun() ->
-                                          TidTs = mnesia_schema:get_tid_ts_and_lock(schema,
-                                                                                    write),
-                                          _ = mnesia_schema:get_tid_ts_and_lock(Tab, write),
-                                          Fun(TidTs),
-                                          ok
-                                  end)})
+                          Change = fun() ->
+                                           mnesia_schema:schema_transaction(
+                                             fun() ->
+                                                     TidTs = mnesia_schema:get_tid_ts_and_lock(
+                                                               schema, write),
+                                                     _ = mnesia_schema:get_tid_ts_and_lock(
+                                                           Tab, write),
+                                                     Fun(TidTs),
+                                                     ok
+                                             end)
+                                   end,
+                          exit({schema_transaction_done, when_active(Change)})
                   end),
             receive
                 {'DOWN', Ref, process, Pid, {schema_transaction_done, Result}} ->

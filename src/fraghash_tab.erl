@@ -7,11 +7,10 @@
 %% every arrow of the growth path points down to here.
 -module(fraghash_tab).
 
--export([hash/1, frag_name/2, orphans/0, foreign_key/1, batches/2, durable/2,
-         dump_log/0,
-         misplaced/1,
-         misplaced/2,
-         move_misplaced/1, step/2, set_step_hook/1]).
+-export([hash/1, frag_name/2, fragments/1, orphans/0, foreign_key/1,
+         batches/3, by_layout/2, durable/2, dump_log/0,
+         misplaced/1, misplaced/2, move_misplaced/1,
+         step/2, set_step_hook/1]).
 
 -define(BATCH, 500).
 
@@ -86,18 +85,100 @@ foreign_key(Tab) ->
 index(X, [X | _]) -> 1;
 index(X, [_ | T]) -> 1 + index(X, T).
 
-%% @doc Runs `F' over `Items' in ordinary transactions of 500 items
-%% (`mnesia:sync_transaction/1': each returns once every replica applied
-%% it); the first that aborts stops the rest and is returned.
--spec batches(fun((term()) -> term()), [term()]) -> {atomic, ok} | {aborted, term()}.
-batches(_F, []) ->
+%% Why every transaction of the growth path writes fragments of one
+%% layout only. Mnesia commits a transaction whose written tables all have
+%% the same `where_to_commit' list (the nodes and storage it commits each
+%% to, in that order) with its symmetric protocol, and any other with its
+%% asymmetric one. In Mnesia 4.21.3 a node taking part in the asymmetric
+%% protocol logs the transaction when it votes, marked "abort unless told
+%% otherwise", and learns the outcome a message later. A dump of its log
+%% in between (one that writing past `dump_log_write_threshold' starts,
+%% on a busy node) waits 100 ms for the outcome, then takes the
+%% transaction for aborted and leaves it out of the table files; the log
+%% is then deleted. The transaction still commits, in RAM only: after the
+%% next restart of that node its writes are gone. The symmetric protocol
+%% logs at the commit itself, so nothing of the kind can happen to it.
+
+%% The commit layout of table `Tab': the `{Node, Storage}' list Mnesia
+%% commits it to.
+layout(Tab) ->
+    mnesia:table_info(Tab, where_to_commit).
+
+%% @doc Runs `F' over `Items' in `mnesia:sync_transaction/1's of up to 500
+%% items (each returns once every replica applied it), where `Frag(Item)'
+%% is the one fragment `F(Item)' writes: items are grouped by its layout,
+%% so that no transaction writes fragments of two layouts (see above). The
+%% first transaction that aborts stops the rest and is returned.
+-spec batches(fun((term()) -> atom()), fun((term()) -> term()), [term()]) ->
+          {atomic, ok} | {aborted, term()}.
+batches(Frag, F, Items) ->
+    Groups = maps:groups_from_list(fun(I) -> layout(Frag(I)) end, Items),
+    each_batch(F, lists:append([chunks(G) || G <- maps:values(Groups)])).
+
+each_batch(_F, []) ->
     {atomic, ok};
-batches(F, Items) ->
-    {Batch, Rest} = lists:split(min(?BATCH, length(Items)), Items),
+each_batch(F, [Batch | Rest]) ->
     case mnesia:sync_transaction(fun() -> lists:foreach(F, Batch) end) of
-        {atomic, ok} -> batches(F, Rest);
+        {atomic, ok} -> each_batch(F, Rest);
         Aborted -> Aborted
     end.
+
+%% @doc Runs `F(Mine)' in one `mnesia:sync_transaction/1' per layout among
+%% the fragments `Frags' (see above), where `Mine(Frag)' says whether this
+%% transaction is the one that writes fragment `Frag': `F' writes a
+%% fragment only where `Mine' holds, so that each transaction writes one
+%% layout, and the transactions together write them all. Fragments of one
+%% layout only (a table on one node, or on the same nodes throughout) take
+%% a single transaction. `Mine' aborts the transaction for a fragment of a
+%% layout none of `Frags' has (its replicas changed, or a node stopped,
+%% since). Returns the results of `F' in the order run, or the first abort.
+-spec by_layout([atom()], fun((fun((atom()) -> boolean())) -> R)) ->
+          {atomic, [R]} | {aborted, term()}.
+by_layout(Frags, F) ->
+    Layouts = lists:usort([layout(T) || T <- Frags]),
+    by_layout(Layouts, Layouts, F, []).
+
+by_layout(_All, [], _F, Done) ->
+    {atomic, lists:reverse(Done)};
+by_layout(All, [L | Rest], F, Done) ->
+    Mine = fun(T) ->
+                   case layout(T) of
+                       L ->
+                           true;
+                       Other ->
+                           lists:member(Other, All)
+                               orelse mnesia:abort({fraghash, layout_changed, T}),
+                           false
+                   end
+           end,
+    case mnesia:sync_transaction(fun() -> F(Mine) end) of
+        {atomic, R} -> by_layout(All, Rest, F, [R | Done]);
+        Aborted -> Aborted
+    end.
+
+%% @doc Every fragment table of the tables that `Frags' are fragments of:
+%% numbers 1 to one past their fragment count (a hidden fragment an
+%% operation is filling), those that exist, and `Frags' themselves.
+-spec fragments([atom()]) -> [atom()].
+fragments(Frags) ->
+    Tables = mnesia:system_info(tables),
+    Bases = lists:usort([B || F <- Frags, B <- [base_of(F)]]),
+    lists:usort(Frags ++ [T || B <- Bases, {_Mod, _S, N} <- [hash(B)],
+                               I <- lists:seq(1, N + 1), T <- [frag_name(B, I)],
+                               lists:member(T, Tables)]).
+
+%% The base table of fragment `F' (itself for a base table).
+base_of(F) ->
+    case base_table(F) of
+        none -> F;
+        Base -> Base
+    end.
+
+chunks([]) ->
+    [];
+chunks(Items) ->
+    {Batch, Rest} = lists:split(min(?BATCH, length(Items)), Items),
+    [Batch | chunks(Rest)].
 
 %% @doc Makes what was committed so far to fragments 1..N of `Tab' (or of
 %% each table of a list; those that exist) and to the journal durable, on
@@ -151,16 +232,27 @@ misplaced(Tab, Frags) ->
 
 %% @doc Moves each misplaced `{From, To, Key}' (as {@link misplaced/2}
 %% gives them) to its right fragment `To', unless `To' holds the key
-%% already; deletes it from `From' in either case. Ordinary transactions.
+%% already; then deletes it from `From'. Ordinary transactions, each
+%% writing fragments of one layout: first the copies, then the deletes,
+%% so a stop in between leaves a record in both, which a later call
+%% finds misplaced again and only deletes.
 -spec move_misplaced([{atom(), atom(), term()}]) -> {atomic, ok} | {aborted, term()}.
 move_misplaced(Items) ->
-    batches(fun({From, To, K}) ->
-                    case mnesia:read(To, K, write) of
-                        [] -> [mnesia:write(To, R, write) || R <- mnesia:read(From, K, write)];
-                        _ -> ok
-                    end,
-                    mnesia:delete(From, K, write)
-            end, Items).
+    Copied = batches(fun({_From, To, _K}) -> To end,
+                     fun({From, To, K}) ->
+                             case mnesia:read(To, K, write) of
+                                 [] -> [ok = mnesia:write(To, R, write)
+                                        || R <- mnesia:read(From, K, read)];
+                                 _ -> ok
+                             end
+                     end, Items),
+    case Copied of
+        {atomic, ok} ->
+            batches(fun({From, _To, _K}) -> From end,
+                    fun({From, _To, K}) -> mnesia:delete(From, K, write) end, Items);
+        Aborted ->
+            Aborted
+    end.
 
 %% @doc Calls the step hook, if any, with the table and the step's name.
 -spec step(atom(), atom()) -> ok.
