@@ -28,12 +28,20 @@
 
 -export([add_hidden/3, switch/4, drop_last/4, drop_orphan/1, load_somewhere/1, hash/1,
          foreigners/1]).
+%% Called on every running node.
+-export([dumps_queued/0]).
 
 -type changes() :: [{atom(), term(), term()}].
 
 %% How long a schema change waits, in all, for running nodes to load the
 %% tables it changes.
 -define(ACTIVE_MS, 60000).
+%% How many log dumps a schema change lets Mnesia's dumpers have queued
+%% when it commits (`dumper_caught_up/2'), and how long, by default, it
+%% waits under its locks for them to catch up (the application setting
+%% `schema_wait_ms').
+-define(DUMPS_QUEUED, 2).
+-define(SCHEMA_WAIT_MS, 30000).
 
 %% @doc The table's hash module, hash state and fragment count as Mnesia
 %% holds them on this node: `{Mod, State, N}'.
@@ -203,7 +211,9 @@ load_somewhere(Frag) ->
 %% "overloaded" warnings); the lock holds back the writers that reach
 %% fragment 1 while the queue drains. Without it one add under four
 %% unthrottled writers (about 12,000 writes/s) waited 360 s for the commit
-%% instead of 1 s (docs/mnesia-growth-cost.md).
+%% instead of 1 s (docs/mnesia-growth-cost.md). The change waits for the
+%% drain under its locks, and gives up before its commit when the queue
+%% does not drain (`dumper_caught_up/2'): dirty writers take no lock.
 %% `mnesia_schema:schema_transaction/1' waits for its coordinator without
 %% a monitor, and when Mnesia stops under it (as a full disc makes it do)
 %% the coordinator can go without an answer. So the
@@ -218,6 +228,8 @@ transaction(Tab, Fun) ->
             {Pid, Ref} =
                 spawn_monitor(
                   fun() ->
+                          Deadline = erlang:monotonic_time(millisecond)
+                              + application:get_env(fraghash, schema_wait_ms, ?SCHEMA_WAIT_MS),
                           Change = fun() ->
                                            mnesia_schema:schema_transaction(
                                              fun() ->
@@ -226,7 +238,7 @@ transaction(Tab, Fun) ->
                                                      _ = mnesia_schema:get_tid_ts_and_lock(
                                                            Tab, write),
                                                      Fun(TidTs),
-                                                     ok
+                                                     dumper_caught_up(Tab, Deadline)
                                              end)
                                    end,
                           exit({schema_transaction_done, when_active(Change)})
@@ -244,6 +256,48 @@ transaction(Tab, Fun) ->
                     {aborted, {node_not_running, node()}}
             end
     end.
+
+%% Waits, under the transaction's locks, until Mnesia's dumper on every
+%% running node has at most ?DUMPS_QUEUED log dumps queued, so that the
+%% commit, which each node's dumper serves in turn behind every dump
+%% queued before it (`mnesia_controller:wait_for_schema_commit_lock/0'),
+%% gets through at once. Writers faster than the dumper queue a dump each
+%% time they pass `dump_log_write_threshold', so the queue grows without
+%% end; transactional writers that reach fragment 1 are held by its lock
+%% meanwhile and the queue drains, but dirty writers take no lock. A queue
+%% that does not drain by `Deadline' aborts the change with `{fraghash,
+%% overloaded, Text}', before its commit began.
+dumper_caught_up(Tab, Deadline) ->
+    Nodes = mnesia:system_info(running_db_nodes),
+    Queued = [{N, Q} || {N, {ok, Q}} <- lists:zip(Nodes, erpc:multicall(Nodes, ?MODULE,
+                                                                         dumps_queued, [],
+                                                                         5000)),
+                        Q > ?DUMPS_QUEUED],
+    case {Queued, erlang:monotonic_time(millisecond) >= Deadline} of
+        {[], _} ->
+            ok;
+        {[{Node, Q} | _], true} ->
+            mnesia:abort({fraghash, overloaded,
+                          lists:flatten(
+                            io_lib:format("Mnesia's log dumper on ~s is ~b dumps behind its "
+                                          "writers, and a schema change of ~s would wait for "
+                                          "all of them: slow the writers down (dirty writes "
+                                          "take no lock that holds them back) or raise "
+                                          "dump_log_write_threshold, then run the operation "
+                                          "again (or fraghash_frag:recover/0, which finishes "
+                                          "or undoes it)", [Node, Q, Tab]))});
+        {_, false} ->
+            timer:sleep(50),
+            dumper_caught_up(Tab, Deadline)
+    end.
+
+%% @doc How many log dumps Mnesia's controller on this node has queued or
+%% running. Read from the controller's state: Mnesia has no call for it.
+-spec dumps_queued() -> non_neg_integer().
+dumps_queued() ->
+    State = sys:get_state(mnesia_controller, 5000),
+    lists:max([0 | [length([W || W <- L, is_tuple(W), element(1, W) =:= dump_log])
+                    || L <- tuple_to_list(State), is_list(L)]]).
 
 %% The table still holds the state and the count the caller read.
 expect(Tab, State, N) ->

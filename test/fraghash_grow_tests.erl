@@ -48,6 +48,9 @@ grow_test_() ->
               ++ [{timeout, ?T, {atom_to_list(M) ++ ": del under writers and a reader",
                                  fun() -> under_load(M, del) end}}
                   || M <- [mnesia_frag_hash, mnesia_frag_slots]]
+              ++ [{timeout, ?T, {"add and del under writers that never pause: done or "
+                                 "refused, the table whole either way",
+                                 fun never_pausing/0}}]
               ++ [{timeout, ?T, {"a fragment beyond the count: dropped by recovery when its "
                                  "records are where they route, else kept and reported",
                                  fun orphan/0}}]
@@ -202,6 +205,61 @@ reader(Parent, Tab, Stop, Misses) ->
                 [_] -> reader(Parent, Tab, Stop, Misses);
                 _ -> reader(Parent, Tab, Stop, Misses + 1)
             end
+    end.
+
+%%% Writers that never pause
+
+%% An unthrottled `async_dirty' writer (no lock holds it back) beside an
+%% unthrottled `sync_transaction' one keep Mnesia's log dumper behind for
+%% good, and a schema commit waits for every dump queued before it: the
+%% add and the del must still answer (with `schema_wait_ms' at 2 s), done
+%% or refused as overloaded, and leave every record once, in its fragment.
+%% The writers only overwrite keys 1..2 * ?RECORDS, so each key is there
+%% once, whatever value it holds.
+never_pausing() ->
+    Tab = table(flood, mnesia_frag_slots),
+    {_, _, N} = fraghash_tab:hash(Tab),
+    ok = application:set_env(fraghash, schema_wait_ms, 2000),
+    Stop = atomics:new(1, []),
+    Write = fun(Kind) ->
+                    fun Loop() ->
+                            case atomics:get(Stop, 1) of
+                                0 ->
+                                    K = rand:uniform(?RECORDS * 2),
+                                    ok = mnesia:activity(
+                                           Kind, fun() -> mnesia:write({Tab, K, -K}) end, [],
+                                           mnesia_frag),
+                                    Loop();
+                                _ ->
+                                    ok
+                            end
+                    end
+            end,
+    Writers = [spawn_monitor(Write(Kind)) || Kind <- [async_dirty, sync_transaction]],
+    timer:sleep(1000),
+    Answers = try [fraghash_frag:add_frag(Tab, [node()]), fraghash_frag:del_frag(Tab)]
+              after
+                  ok = application:unset_env(fraghash, schema_wait_ms),
+                  ok = atomics:put(Stop, 1, 1),
+                  [receive {'DOWN', Ref, process, Pid, _} -> ok end || {Pid, Ref} <- Writers]
+              end,
+    fraghash_test_support:report("writers that never pause: ~0tp~n", [Answers]),
+    [?assert(A =:= {atomic, ok} orelse element(1, element(2, A)) =:= fraghash) || A <- Answers],
+    [?assertMatch({fraghash, overloaded, _}, R) || {aborted, R} <- Answers],
+    wait_dumper(),
+    ?assertEqual(ok, fraghash_frag:recover()),
+    Added = length([ok || {atomic, ok} <- [hd(Answers)]]),
+    Deleted = length([ok || {atomic, ok} <- tl(Answers)]),
+    ?assertMatch({_, _, M} when M =:= N + Added - Deleted, fraghash_tab:hash(Tab)),
+    ?assertEqual(lists:seq(1, ?RECORDS * 2), [K || {_, K, _} <- contents(Tab)]),
+    ?assertEqual(0, fraghash_frag:stale_copies(Tab)),
+    {atomic, ok} = mnesia:delete_table(Tab).
+
+%% Until the dumps the writers queued are done (empty ones, quickly).
+wait_dumper() ->
+    case fraghash_grow_schema:dumps_queued() > 2 of
+        true -> timer:sleep(100), wait_dumper();
+        false -> ok
     end.
 
 %%% A fragment beyond the count
