@@ -15,20 +15,29 @@
 %% to them in that time.
 -module(fraghash_frag_watch).
 
--export([start/1, take/2, stop/1]).
+-export([start/1, take/2, start_touched/2, touched/3, stop/1, item/1]).
 
 -opaque watch() :: [pid()].
 -export_type([watch/0]).
 
-%% @doc Starts watching the fragments `Frags'; the watchers end with their
-%% caller.
+%% @doc Starts watching the fragments `Frags' for {@link take/2}; the
+%% watchers end with their caller.
 -spec start([atom()]) -> watch().
 start(Frags) ->
-    Caller = self(),
+    start(Frags, self(), events).
+
+%% @doc Starts watching the fragments `Frags' for {@link touched/3}: which
+%% items `{Fragment, Key}' activities other than `Owner''s changed since
+%% this call returned. The watchers end with `Owner'.
+-spec start_touched([atom()], pid()) -> watch().
+start_touched(Frags, Owner) ->
+    start(Frags, Owner, touched).
+
+start(Frags, Owner, Mode) ->
     ByNode = lists:foldl(fun(F, Acc) ->
                                  maps:update_with(watch_node(F), fun(Fs) -> [F | Fs] end, [F], Acc)
                          end, #{}, Frags),
-    [start_on(Node, Fs, Caller) || {Node, Fs} <- maps:to_list(ByNode)].
+    [start_on(Node, Fs, Owner, Mode) || {Node, Fs} <- maps:to_list(ByNode)].
 
 %% The node that watches fragment `F': this one when it holds an active
 %% replica, else the first that does.
@@ -41,13 +50,17 @@ watch_node(F) ->
                  end
     end.
 
-start_on(Node, Frags, Caller) ->
+start_on(Node, Frags, Owner, Mode) ->
     Ref = make_ref(),
+    Starter = self(),
     Pid = spawn(Node, fun() ->
-                              MRef = monitor(process, Caller),
+                              MRef = monitor(process, Owner),
                               [{ok, _} = mnesia:subscribe({table, F, simple}) || F <- Frags],
-                              Caller ! {Ref, watching, self()},
-                              loop(Caller, MRef, [])
+                              Starter ! {Ref, watching, self()},
+                              case Mode of
+                                  events -> loop(Owner, MRef, []);
+                                  touched -> touched_loop(Owner, MRef, #{})
+                              end
                       end),
     receive
         {Ref, watching, Pid} -> Pid
@@ -65,11 +78,11 @@ start_on(Node, Frags, Caller) ->
 %% missing).
 -spec take(watch(), timeout()) -> [tuple()].
 take(Pids, Timeout) ->
-    lists:append([ask(Pid, Timeout) || Pid <- Pids]).
+    lists:append([ask(Pid, take, Timeout) || Pid <- Pids]).
 
-ask(Pid, Timeout) ->
+ask(Pid, Question, Timeout) ->
     Ref = monitor(process, Pid),
-    Pid ! {take, self(), Ref},
+    Pid ! {Question, self(), Ref},
     receive
         {Ref, Events} ->
             demonitor(Ref, [flush]),
@@ -80,6 +93,16 @@ ask(Pid, Timeout) ->
             demonitor(Ref, [flush]),
             error({fraghash, watcher_timeout, node(Pid)})
     end.
+
+%% @doc Those of `Items' (`{Fragment, Key}') that an activity other than
+%% the owner's wrote or deleted since the watch started. The events of a
+%% commit reach a watcher before the commit's locks are released, so an
+%% item whose write lock the caller holds is answered for every commit
+%% made to it. Waits at most `Timeout' ms for each watcher; raises as
+%% {@link take/2} does.
+-spec touched(watch(), [{atom(), term()}], timeout()) -> [{atom(), term()}].
+touched(Pids, Items, Timeout) ->
+    lists:usort(lists:append([ask(Pid, {touched, Items}, Timeout) || Pid <- Pids])).
 
 %% @doc Stops the watchers.
 -spec stop(watch()) -> ok.
@@ -105,6 +128,30 @@ loop(Caller, MRef, Acc) ->
         {'DOWN', MRef, process, _, _} ->
             ok
     end.
+
+%% A touched watcher: the items changed by others than `Owner', kept until
+%% it ends.
+touched_loop(Owner, MRef, Seen) ->
+    receive
+        {mnesia_table_event, {_Op, _What, EventTid} = Event} ->
+            case activity_of(Owner, EventTid) of
+                true -> touched_loop(Owner, MRef, Seen);
+                false -> touched_loop(Owner, MRef, Seen#{item(Event) => true})
+            end;
+        {mnesia_table_event, _} ->
+            touched_loop(Owner, MRef, Seen);
+        {{touched, Items}, From, Ref} ->
+            From ! {Ref, [I || I <- Items, maps:is_key(I, Seen)]},
+            touched_loop(Owner, MRef, Seen);
+        {'DOWN', MRef, process, _, _} ->
+            ok
+    end.
+
+%% @doc The item `{Fragment, Key}' that an event of {@link take/2} changed.
+-spec item(tuple()) -> {atom(), term()}.
+item({write, Rec, _}) -> {element(1, Rec), element(2, Rec)};
+item({delete_object, Rec, _}) -> {element(1, Rec), element(2, Rec)};
+item({delete, {Frag, K}, _}) -> {Frag, K}.
 
 %% Whether an activity id (`{tid, Counter, Pid}', `{dirty, Pid}') is one of
 %% `Pid''s.

@@ -130,7 +130,9 @@ recover(Tab, #{op := grow_add, n := N, parts := [#{from := From, to := To} | _]}
         {_, From, N1} when N1 =:= N + 1 ->
             rollback(Tab, Entry);
         {_, To, N1} when N1 =:= N + 1 ->
-            clean(Tab, Entry);
+            %% What writers did to the new fragments before the kill is
+            %% not known here (see fraghash_grow_copy:reconcile/6).
+            clean(Tab, Entry, []);
         {_, _, N1} ->
             unexpected_layout(Tab, add, N, N1)
     end.
@@ -160,17 +162,21 @@ copy_and_switch(Tab, #{n := N, parts := Parts} = Entry) ->
         ok = fraghash_journal:write(Tab, Entry#{phase => switching, moved => Moved}),
         step(Tab, grow_switch),
         Check = fraghash_grow_copy:last_copy(Tab, Entry, grow_switch_locked, Watcher, Where,
-                                             Moved),
-        case fraghash_grow_schema:switch(Tab, changes(Parts, from, to), Donors ++ frags(Parts, new),
-                                         Check) of
+                                             Moved, frags(Parts, new)),
+        Switched = fraghash_grow_schema:switch(Tab, changes(Parts, from, to),
+                                               Donors ++ frags(Parts, new), Check),
+        Dests = fraghash_grow_copy:dests_watch(),
+        try Switched of
             {atomic, ok} ->
                 step(Tab, grow_switched),
                 ok = durable(Parts, N + 1),
-                ok = clean(Tab, fraghash_journal:read(Tab)),
+                ok = clean(Tab, fraghash_journal:read(Tab), Dests),
                 {atomic, ok};
             Aborted ->
                 ok = drop_hidden(Tab, Parts),
                 Aborted
+        after
+            fraghash_frag_watch:stop(Dests)
         end
     after
         fraghash_frag_watch:stop(Watcher)
@@ -185,19 +191,20 @@ moving(Parts) ->
 %%% Cleaning
 
 %% Deletes each moved record from its donor, after reconciling the two
-%% copies (`fraghash_grow_copy:reconcile/5'). Once the donors' table locks
-%% are had, every writer that routed with the old states and queued behind
-%% the switch has committed. The items: those of the donors that the new
+%% copies (`fraghash_grow_copy:reconcile/6', with `Dests', the watch of the
+%% new fragments since the switch). Once the donors' table locks are had,
+%% every writer that routed with the old states and queued behind the
+%% switch has committed. The items: those of the donors that the new
 %% states place in the new fragments (the moved ones not cleaned yet, and
 %% records such a writer inserted), and the moved items past the progress
 %% mark that a donor no longer holds (such a writer deleted them).
-clean(Tab, #{n := N, parts := Parts, moved := Moved} = Entry) ->
+clean(Tab, #{n := N, parts := Parts, moved := Moved} = Entry, Dests) ->
     ok = fraghash_journal:write(Tab, Entry#{phase => cleaning}),
     step(Tab, grow_clean),
     {atomic, ok} = mnesia:transaction(
                      fun() -> [mnesia:lock({table, D}, write) || D <- frags(Parts, donors)], ok end),
     Items = moving(Parts) ++ fraghash_grow_copy:not_done(Tab, Moved),
-    ok = fraghash_grow_copy:reconcile(Tab, where(Parts, donors, to), Items, Moved, true),
+    ok = fraghash_grow_copy:reconcile(Tab, where(Parts, donors, to), Items, Moved, true, Dests),
     ok = durable(Parts, N + 1),
     step(Tab, grow_done),
     fraghash_journal:delete(Tab).

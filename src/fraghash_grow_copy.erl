@@ -20,7 +20,7 @@
 %% `bag' tables placed by a foreign key.
 -module(fraghash_grow_copy).
 
--export([copy/3, settle/3, last_copy/6, reconcile/5, not_done/2]).
+-export([copy/3, settle/3, last_copy/7, dests_watch/0, reconcile/6, not_done/2]).
 
 -import(fraghash_tab, [step/2]).
 
@@ -81,10 +81,16 @@ settle(Watcher, Where, Moved, Rounds) ->
 %% (phase `switching') names those copies. The copies are made by a
 %% `sync_dirty' activity of another process (no lock, and not a part of the
 %% schema change, which carries no record), and made durable before the
-%% switch can commit.
--spec last_copy(atom(), map(), atom(), fraghash_frag_watch:watch(), where(), moved()) ->
-          fun(() -> ok).
-last_copy(Tab, Entry, Step, Watcher, Where, Moved) ->
+%% switch can commit. Then the destination fragments `Dests' are watched
+%% for the caller (see {@link dests_watch/0}): from there on, and until
+%% the switch commits, no writer can change a moved key there (its
+%% writers route it to its source, whose locks the switch holds), so
+%% whatever the watch sees of a moved key is a writer's change made after
+%% the switch.
+-spec last_copy(atom(), map(), atom(), fraghash_frag_watch:watch(), where(), moved(),
+                [atom()]) -> fun(() -> ok).
+last_copy(Tab, Entry, Step, Watcher, Where, Moved, Dests) ->
+    Owner = self(),
     fun() ->
             step(Tab, Step),
             case touched(Watcher, Where, Moved) of
@@ -97,7 +103,26 @@ last_copy(Tab, Entry, Step, Watcher, Where, Moved) ->
                            Tab, Entry#{phase => switching,
                                        moved => maps:merge(Moved, maps:from_list(Planned))}),
                     fix(Where, Planned, Moved)
-            end
+            end,
+            Owner ! {?MODULE, dests_watch, fraghash_frag_watch:start_touched(Dests, Owner)},
+            ok
+    end.
+
+%% @doc The watch of the destinations that the last check of a switch
+%% started (`[]', which sees nothing, if none ran); stops those of earlier
+%% tries of the schema change, which would take the last try's copies for
+%% a writer's. Call it once the switch returned.
+-spec dests_watch() -> fraghash_frag_watch:watch().
+dests_watch() ->
+    dests_watch([]).
+
+dests_watch(Last) ->
+    receive
+        {?MODULE, dests_watch, Watch} ->
+            ok = fraghash_frag_watch:stop(Last),
+            dests_watch(Watch)
+    after 0 ->
+            Last
     end.
 
 %% Makes the planned copies from a process of its own, in a `sync_dirty'
@@ -126,15 +151,18 @@ fix(Where, Planned, Moved) ->
 
 %% @doc After a switch, for each item, in term order: which of the source's
 %% moving records (`Here') and its destination's (`There') are the key's
-%% value there. The destination's, unless they are still the last copy this
-%% operation made (`Moved'; none for an item it never copied): then no
-%% writer wrote there since the switch, and the source's are the value,
-%% which a writer that routed with the old state may have changed, or
-%% deleted, after the switch. (A writer that writes, after the switch,
-%% exactly the records of the last copy is taken for none; its value was
-%% the source's too, unless a writer routed with the old state changed that
-%% later still.) With `DeleteOld', the moving records then leave their
-%% source.
+%% value there. The destination's, when a writer changed it since the
+%% switch: `Dests' (from {@link dests_watch/0}) saw it, or it is no longer
+%% the last copy this operation made (`Moved'; none for an item it never
+%% copied). Else the source's, which a writer that routed with the old
+%% state may have changed, or deleted, after the switch. A change of the
+%% destination since the switch is the later of the two: such a writer's
+%% transaction began before the switch committed, the destination's after
+%% it, so the destination's came after it in the writer's own order, or
+%% ran beside it. Without the watch (recovery after a kill: `[]'), a
+%% writer that wrote, after the switch, exactly the records of the last
+%% copy (deleted a key that had none, say) is taken for none. With
+%% `DeleteOld', the moving records then leave their source.
 %%
 %% Items go in batches of 500, each in three transactions, each begun once
 %% the one before is durable: the destinations get their values; the
@@ -150,16 +178,18 @@ fix(Where, Planned, Moved) ->
 %% lost them to this operation, never to a writer: such items are not
 %% taken again (`not_done/2'), and those whose source still holds records
 %% find the destination already equal to them and only lose the source's.
--spec reconcile(atom(), where(), [fraghash_grow_group:item()], moved(), boolean()) -> ok.
-reconcile(Tab, Where, Items, Moved, DeleteOld) ->
-    lists:foreach(fun(Batch) -> ok = reconcile_batch(Tab, Where, Batch, Moved, DeleteOld) end,
+-spec reconcile(atom(), where(), [fraghash_grow_group:item()], moved(), boolean(),
+                fraghash_frag_watch:watch()) -> ok.
+reconcile(Tab, Where, Items, Moved, DeleteOld, Dests) ->
+    lists:foreach(fun(Batch) ->
+                          ok = reconcile_batch(Tab, Where, Batch, Moved, DeleteOld, Dests)
+                  end,
                   chunks(lists:usort(Items))).
 
-reconcile_batch(Tab, Where, Batch, Moved, DeleteOld) ->
+reconcile_batch(Tab, Where, Batch, Moved, DeleteOld, Dests) ->
     Frags = frags(Where),
     {atomic, _} = fraghash_tab:by_layout(
-                    Frags,
-                    fun(Mine) -> [settle_dests(Where, I, Moved, Mine) || I <- Batch] end),
+                    Frags, fun(Mine) -> settle_dests(Where, Batch, Moved, Mine, Dests) end),
     {atomic, ok} = mnesia:sync_transaction(
                      fun() -> fraghash_journal:write_progress(Tab, lists:last(Batch)) end),
     %% The journal is on every disc node: its sync covers the
@@ -176,29 +206,39 @@ reconcile_batch(Tab, Where, Batch, Moved, DeleteOld) ->
             ok = fraghash_durable:tables(lists:usort([S || {S, _K} <- Batch]))
     end.
 
-%% Gives each destination of item `I' that `Mine' holds for its value (see
-%% reconcile/5).
-settle_dests(Where, {S, K} = I, Moved, Mine) ->
-    Here = moving(Where, I, mnesia:read(S, K, write)),
-    Copy = maps:get(I, Moved, []),
-    Place = maps:get(S, Where),
-    [begin
-         There = lists:sort(mnesia:read(D, K, write)),
-         Due = [R || R <- Here, Place(R) =:= D],
-         case There =:= [R || R <- Copy, Place(R) =:= D] andalso Due =/= There of
-             false ->
-                 ok;
-             true when Due =:= [] ->
-                 ok = mnesia:delete(D, K, write);
-             true ->
-                 %% A bag's records are replaced as a whole (bag fragments
-                 %% are never on a storage backend, so this commits whole);
-                 %% a set's one record is overwritten in place.
-                 [ok = mnesia:delete(D, K, write) || mnesia:table_info(D, type) =:= bag],
-                 [ok = mnesia:write(D, R, write) || R <- Due]
-         end
-     end || D <- dests(Where, I, Here, Moved), Mine(D)],
+%% Gives each destination that `Mine' holds for, of each item of `Batch',
+%% its value (see reconcile/6). Every destination is read, write-locked,
+%% before the watch `Dests' is asked about them: a writer's commit to one
+%% reached the watch before the lock was granted.
+settle_dests(Where, Batch, Moved, Mine, Dests) ->
+    Read = [{I, Here, [{D, lists:sort(mnesia:read(D, K, write))}
+                       || D <- dests(Where, I, Here, Moved), Mine(D)]}
+            || {S, K} = I <- Batch, Here <- [moving(Where, I, mnesia:read(S, K, write))]],
+    Changed = fraghash_frag_watch:touched(
+                Dests, [{D, K} || {{_S, K}, _Here, Theres} <- Read, {D, _} <- Theres], ?WATCH_MS),
+    [settle(Where, I, Here, D, There, maps:get(I, Moved, []), lists:member({D, K}, Changed))
+     || {{_S, K} = I, Here, Theres} <- Read, {D, There} <- Theres],
     ok.
+
+%% Gives destination `D' of item `I' the source's records `Here' placed
+%% there, unless a writer changed `D' since the switch: `Changed', or `D'
+%% holding other than the last copy `Copy'.
+settle(Where, {S, K}, Here, D, There, Copy, Changed) ->
+    Place = maps:get(S, Where),
+    Due = [R || R <- Here, Place(R) =:= D],
+    case not Changed andalso There =:= [R || R <- Copy, Place(R) =:= D] andalso Due =/= There of
+        false ->
+            ok;
+        true when Due =:= [] ->
+            ok = mnesia:delete(D, K, write);
+        true ->
+            %% A bag's records are replaced as a whole (bag fragments are
+            %% never on a storage backend, so this commits whole); a set's
+            %% one record is overwritten in place.
+            [ok = mnesia:delete(D, K, write) || mnesia:table_info(D, type) =:= bag],
+            [ok = mnesia:write(D, R, write) || R <- Due],
+            ok
+    end.
 
 %% Removes item `I''s moving records from its source.
 leave_source(Where, {S, K} = I) ->
@@ -255,12 +295,8 @@ frags(Where) ->
 %% item copied before (its copy must follow).
 touched(Watcher, Where, Moved) ->
     lists:usort([I || E <- fraghash_frag_watch:take(Watcher, ?WATCH_MS),
-                      {S, _K} = I <- [event_item(E)],
+                      {S, _K} = I <- [fraghash_frag_watch:item(E)],
                       maps:is_key(I, Moved) orelse moves(Where, S, E)]).
-
-event_item({write, Rec, _}) -> {element(1, Rec), element(2, Rec)};
-event_item({delete_object, Rec, _}) -> {element(1, Rec), element(2, Rec)};
-event_item({delete, {Frag, K}, _}) -> {Frag, K}.
 
 moves(Where, S, {Op, Rec, _}) when Op =:= write; Op =:= delete_object ->
     (maps:get(S, Where))(Rec) =/= S;

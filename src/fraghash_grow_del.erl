@@ -73,7 +73,7 @@ recover(Tab, #{op := grow_del, n := N, parts := [#{from := From, to := To} | _] 
         {_, From, N} ->
             rollback(Tab, Entry);
         {_, To, N} ->
-            clean_and_drop(Tab, Entry);
+            clean_and_drop(Tab, Entry, []);
         {_, To, N1} when N1 =:= N - 1 ->
             finish(Tab, Parts, N);
         {_, _, N1} ->
@@ -95,17 +95,21 @@ copy_and_switch(Tab, #{n := N, parts := Parts} = Entry) ->
         ok = fraghash_journal:write(Tab, Entry#{phase => switching, moved => Moved}),
         step(Tab, grow_del_switch),
         Check = fraghash_grow_copy:last_copy(Tab, Entry, grow_del_switch_locked, Watcher, Where,
-                                             Moved),
-        case fraghash_grow_schema:switch(Tab, changes(Parts, from, to), frags(Parts, dests) ++ Lasts,
-                                         Check) of
+                                             Moved, frags(Parts, dests)),
+        Switched = fraghash_grow_schema:switch(Tab, changes(Parts, from, to),
+                                               frags(Parts, dests) ++ Lasts, Check),
+        Dests = fraghash_grow_copy:dests_watch(),
+        try Switched of
             {atomic, ok} ->
                 step(Tab, grow_del_switched),
                 ok = durable(Parts, N),
-                ok = clean_and_drop(Tab, fraghash_journal:read(Tab)),
+                ok = clean_and_drop(Tab, fraghash_journal:read(Tab), Dests),
                 {atomic, ok};
             Aborted ->
                 ok = rollback(Tab, Entry),
                 Aborted
+        after
+            fraghash_frag_watch:stop(Dests)
         end
     after
         fraghash_frag_watch:stop(Watcher)
@@ -118,8 +122,9 @@ where(Parts) ->
 %%% Cleaning and dropping
 
 %% Reconciles what writers that routed with the old states did to the last
-%% fragments after the switch, then drops them.
-clean_and_drop(Tab, #{n := N, parts := Parts, moved := Moved} = Entry) ->
+%% fragments after the switch (`Dests': the watch of the receiving
+%% fragments since the switch, `[]' in recovery), then drops them.
+clean_and_drop(Tab, #{n := N, parts := Parts, moved := Moved} = Entry, Dests) ->
     ok = fraghash_journal:write(Tab, Entry#{phase => cleaning}),
     step(Tab, grow_del_clean),
     Lasts = frags(Parts, last),
@@ -127,7 +132,7 @@ clean_and_drop(Tab, #{n := N, parts := Parts, moved := Moved} = Entry) ->
     {atomic, ok} = mnesia:transaction(
                      fun() -> [mnesia:lock({table, L}, write) || L <- Lasts], ok end),
     Items = fraghash_grow_group:all_items(Lasts) ++ fraghash_grow_copy:not_done(Tab, Moved),
-    ok = fraghash_grow_copy:reconcile(Tab, where(Parts), Items, Moved, false),
+    ok = fraghash_grow_copy:reconcile(Tab, where(Parts), Items, Moved, false, Dests),
     ok = durable(Parts, N),
     step(Tab, grow_del_drop),
     {atomic, ok} = fraghash_grow_schema:drop_last(Tab, changes(Parts, to, to), Lasts, fun() -> ok end),

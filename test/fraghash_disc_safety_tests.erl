@@ -33,6 +33,8 @@ disc_safety_test_() ->
                               fun relieve/0}},
                {timeout, ?T, {"a delete that raced an add stays deleted",
                               fun racing_delete/0}},
+               {timeout, ?T, {"a key a racing writer wrote, then deleted through the new "
+                              "routing, stays deleted", fun racing_write_then_delete/0}},
                {timeout, ?T, {"a journal entry of a deleted or re-created table is dropped",
                               fun stale_journal/0}},
                {timeout, ?T, {"one fragment, plain and missing tables: answers with reasons",
@@ -175,6 +177,62 @@ racing_delete() ->
         fraghash_frag:set_step_hook(undefined)
     end,
     receive {writer, WriterResult} -> ?assertEqual(ok, WriterResult) end,
+    ?assertEqual([], mnesia:activity(transaction, fun() -> mnesia:read({Tab, K}) end, [],
+                                     mnesia_frag)),
+    ?assertEqual(0, fraghash_frag:stale_copies(Tab)).
+
+%% The routing race, then a later change of the same writer: its
+%% transaction, older than the add's switch, writes a new key with the
+%% state from before the switch, so into the fragment the key leaves,
+%% after the switch committed; its next transaction routes with the new
+%% state and deletes the key from the new fragment, which then holds what
+%% it held before the switch: nothing, as the copy the add made (there was
+%% no record to copy). Both are acknowledged before cleaning begins, so the
+%% key must end deleted: cleaning must not take the donor's record for a
+%% change the new fragment never saw.
+racing_write_then_delete() ->
+    Tab = safety_racing_write,
+    ok = create(Tab, mnesia_frag_slots, n_disc_copies),
+    {atomic, ok} = mnesia:create_table(safety_racing_write_aux, [{attributes, [key, val]}]),
+    {Mod, S, N} = fraghash_frag:hash(Tab),
+    {S2, _, _} = Mod:add_frag(S),
+    %% A key the table does not hold, which the add sends to fragment N + 1.
+    [K | _] = [K || K <- lists:seq(?RECORDS + 1, ?RECORDS * 10),
+                    Mod:key_to_frag_number(S2, K) =:= N + 1],
+    Self = self(),
+    Writer = spawn_link(
+               fun() ->
+                       Wrote = mnesia:activity(
+                                 transaction,
+                                 fun() ->
+                                         _ = mnesia:read(safety_racing_write_aux, K, read),
+                                         Self ! {writer, started},
+                                         receive go -> ok after 20000 -> exit(no_go) end,
+                                         mnesia:write({Tab, K, racing})
+                                 end, [], mnesia_frag),
+                       Deleted = mnesia:activity(transaction, fun() -> mnesia:delete({Tab, K}) end,
+                                                 [], mnesia_frag),
+                       Self ! {writer, {Wrote, Deleted}}
+               end),
+    receive {writer, started} -> ok end,
+    fraghash_frag:set_step_hook(
+      fun(T, grow_switch_locked) when T =:= Tab ->
+              Writer ! go,
+              timer:sleep(300);
+         (T, grow_switched) when T =:= Tab ->
+              %% Both of the writer's transactions return before cleaning.
+              receive {writer, Result} -> Self ! {writer_done, Result}
+              after 20000 -> exit(writer_stuck)
+              end;
+         (_, _) ->
+              ok
+      end),
+    try
+        {atomic, ok} = fraghash_frag:add_frag(Tab, [node()])
+    after
+        fraghash_frag:set_step_hook(undefined)
+    end,
+    receive {writer_done, WriterResult} -> ?assertEqual({ok, ok}, WriterResult) end,
     ?assertEqual([], mnesia:activity(transaction, fun() -> mnesia:read({Tab, K}) end, [],
                                      mnesia_frag)),
     ?assertEqual(0, fraghash_frag:stale_copies(Tab)).
