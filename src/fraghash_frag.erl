@@ -302,6 +302,8 @@ failure({fraghash, orphan_not_loadable, _} = Reason) ->
     {as_is, Reason};
 failure({fraghash, overloaded, _} = Reason) ->
     {as_is, Reason};
+failure({fraghash, transactions_running, _} = Reason) ->
+    {as_is, Reason};
 failure({file_error, File, enospc}) ->
     {disc_full, text(File)};
 failure({file_error, File, Posix}) when is_atom(Posix) ->

@@ -192,15 +192,18 @@ moving(Parts) ->
 
 %% Deletes each moved record from its donor, after reconciling the two
 %% copies (`fraghash_grow_copy:reconcile/6', with `Dests', the watch of the
-%% new fragments since the switch). Once the donors' table locks are had,
-%% every writer that routed with the old states and queued behind the
-%% switch has committed. The items: those of the donors that the new
+%% new fragments since the switch). Once every transaction running when
+%% cleaning began has ended (`fraghash_tab:transactions_ended/1') and the
+%% donors' table locks are had, every writer that routed with the old
+%% states has committed, those that asked for their locks late included.
+%% The items: those of the donors that the new
 %% states place in the new fragments (the moved ones not cleaned yet, and
 %% records such a writer inserted), and the moved items past the progress
 %% mark that a donor no longer holds (such a writer deleted them).
 clean(Tab, #{n := N, parts := Parts, moved := Moved} = Entry, Dests) ->
     ok = fraghash_journal:write(Tab, Entry#{phase => cleaning}),
     step(Tab, grow_clean),
+    ok = fraghash_tab:transactions_ended(?WATCH_MS),
     {atomic, ok} = mnesia:transaction(
                      fun() -> [mnesia:lock({table, D}, write) || D <- frags(Parts, donors)], ok end),
     Items = moving(Parts) ++ fraghash_grow_copy:not_done(Tab, Moved),

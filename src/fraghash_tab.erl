@@ -8,7 +8,7 @@
 -module(fraghash_tab).
 
 -export([hash/1, frag_name/2, fragments/1, orphans/0, foreign_key/1,
-         batches/3, by_layout/2, durable/2, dump_log/0,
+         batches/3, by_layout/2, durable/2, dump_log/0, transactions_ended/1,
          misplaced/1, misplaced/2, move_misplaced/1,
          step/2, set_step_hook/1]).
 
@@ -179,6 +179,46 @@ chunks([]) ->
 chunks(Items) ->
     {Batch, Rest} = lists:split(min(?BATCH, length(Items)), Items),
     [Batch | chunks(Rest)].
+
+%% @doc Waits until every transaction that a running node coordinated when
+%% this was called has ended. A writer whose transaction began before a
+%% switch committed routed its keys with the state from before it, and may
+%% ask for its lock on the fragment a key has just left only now, after
+%% any table lock taken since the switch: once its transaction ended, its
+%% write is where the caller will read it. (A writer on a node that went
+%% down is gone with its transaction.) Raises `{fraghash,
+%% transactions_running, Text}' when some are still running after
+%% `Timeout' ms.
+-spec transactions_ended(timeout()) -> ok.
+transactions_ended(Timeout) ->
+    Nodes = mnesia:system_info(running_db_nodes),
+    transactions_ended(Nodes, transactions(Nodes),
+                       erlang:monotonic_time(millisecond) + Timeout).
+
+transactions_ended(_Nodes, [], _Deadline) ->
+    ok;
+transactions_ended(Nodes, Waiting, Deadline) ->
+    case erlang:monotonic_time(millisecond) > Deadline of
+        true ->
+            [{Node, _Counter, Pid} | _] = Waiting,
+            error({fraghash, transactions_running,
+                   lists:flatten(
+                     io_lib:format("~b transaction(s) that began before the switch still run "
+                                   "(~p on ~s among them): end them, then run "
+                                   "fraghash_frag:recover/0", [length(Waiting), Pid, Node]))});
+        false ->
+            timer:sleep(5),
+            Now = transactions(lists:usort([N || {N, _, _} <- Waiting])),
+            transactions_ended(Nodes, [T || T <- Waiting, lists:member(T, Now)], Deadline)
+    end.
+
+%% `{Node, Counter, Pid}' of each transaction that `Nodes' coordinate; a
+%% node that does not answer has none (it is down, or apart: then nothing
+%% is durable across the cluster and the caller's next sync fails).
+transactions(Nodes) ->
+    lists:append([[{N, C, P} || {C, P, _Status} <- Ts]
+                  || {N, {ok, Ts}} <- lists:zip(Nodes, erpc:multicall(Nodes, mnesia, system_info,
+                                                                       [transactions], 5000))]).
 
 %% @doc Makes what was committed so far to fragments 1..N of `Tab' (or of
 %% each table of a list; those that exist) and to the journal durable, on

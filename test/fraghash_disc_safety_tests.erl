@@ -35,6 +35,8 @@ disc_safety_test_() ->
                               fun racing_delete/0}},
                {timeout, ?T, {"a key a racing writer wrote, then deleted through the new "
                               "routing, stays deleted", fun racing_write_then_delete/0}},
+               {timeout, ?T, {"a delete routed before the switch that asks for its lock "
+                              "late stays deleted", fun late_lock_delete/0}},
                {timeout, ?T, {"a journal entry of a deleted or re-created table is dropped",
                               fun stale_journal/0}},
                {timeout, ?T, {"one fragment, plain and missing tables: answers with reasons",
@@ -233,6 +235,49 @@ racing_write_then_delete() ->
         fraghash_frag:set_step_hook(undefined)
     end,
     receive {writer_done, WriterResult} -> ?assertEqual({ok, ok}, WriterResult) end,
+    ?assertEqual([], mnesia:activity(transaction, fun() -> mnesia:read({Tab, K}) end, [],
+                                     mnesia_frag)),
+    ?assertEqual(0, fraghash_frag:stale_copies(Tab)).
+
+%% The routing race at its widest: a writer's transaction, begun before
+%% the add, routes a key the add moves with the state from before the
+%% switch, and asks for the lock on the fragment the key leaves only
+%% later, past every table lock the add takes (here: 3 s later, or when
+%% cleaning is done, whichever comes first). Its delete is acknowledged,
+%% so the key must end deleted: cleaning must wait for that transaction
+%% rather than copy the key's old value and leave the delete to an empty
+%% donor.
+late_lock_delete() ->
+    Tab = safety_late_lock,
+    ok = create(Tab, mnesia_frag_slots, n_disc_copies),
+    {atomic, ok} = mnesia:create_table(safety_late_lock_aux, [{attributes, [key, val]}]),
+    {Mod, S, N} = fraghash_frag:hash(Tab),
+    {S2, _, _} = Mod:add_frag(S),
+    [K | _] = [K || K <- lists:seq(1, ?RECORDS), Mod:key_to_frag_number(S2, K) =:= N + 1],
+    Donor = fraghash_frag:frag_name(Tab, Mod:key_to_frag_number(S, K)),
+    Self = self(),
+    Writer = spawn_link(
+               fun() ->
+                       Result = mnesia:transaction(
+                                  fun() ->
+                                          _ = mnesia:read(safety_late_lock_aux, K, read),
+                                          %% Routed now, with the state before the switch.
+                                          Self ! {writer, started},
+                                          receive go -> ok after 3000 -> ok end,
+                                          mnesia:delete({Donor, K})
+                                  end),
+                       Self ! {writer, Result}
+               end),
+    receive {writer, started} -> ok end,
+    fraghash_frag:set_step_hook(fun(T, grow_done) when T =:= Tab -> Writer ! go;
+                                   (_, _) -> ok
+                                end),
+    try
+        {atomic, ok} = fraghash_frag:add_frag(Tab, [node()])
+    after
+        fraghash_frag:set_step_hook(undefined)
+    end,
+    receive {writer, WriterResult} -> ?assertEqual({atomic, ok}, WriterResult) end,
     ?assertEqual([], mnesia:activity(transaction, fun() -> mnesia:read({Tab, K}) end, [],
                                      mnesia_frag)),
     ?assertEqual(0, fraghash_frag:stale_copies(Tab)).
