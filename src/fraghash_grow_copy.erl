@@ -170,21 +170,48 @@ fix(Where, Planned, Moved) ->
 %% moving records. A kill can cut any of them short, and on a storage
 %% backend (`redb_copies') short means applied in part: Mnesia hands a
 %% committed transaction to a backend record by record. Every state left
-%% is one a later run reads right. Before the mark, every source still
-%% holds its records, so the batch is reconciled again from them (a
-%% destination holds its old value or its new one, never nothing: a set's
-%% value is overwritten, not deleted first). Past the mark, the
-%% destinations hold the values, and a source left without its records
-%% lost them to this operation, never to a writer: such items are not
-%% taken again (`not_done/2'), and those whose source still holds records
-%% find the destination already equal to them and only lose the source's.
+%% is one a later run reads right. A batch the mark has not reached yet
+%% still has every record in its sources, so it is reconciled again from
+%% them (a destination holds its old value or its new one, never nothing:
+%% a set's value is overwritten, not deleted first). Items the mark has
+%% reached (at or before it) have their destinations' values, made durable
+%% by a run that watched them: a later run only removes what is left of
+%% them in their sources, and one left without its records lost them to
+%% this operation, never to a writer, so such an item is not taken again
+%% (`not_done/2').
 -spec reconcile(atom(), where(), [fraghash_grow_group:item()], moved(), boolean(),
                 fraghash_frag_watch:watch()) -> ok.
 reconcile(Tab, Where, Items, Moved, DeleteOld, Dests) ->
+    {Done, ToDo} = lists:partition(done_with(fraghash_journal:progress(Tab)), lists:usort(Items)),
+    case DeleteOld of
+        true -> leave_sources(Where, Done);
+        false -> ok
+    end,
     lists:foreach(fun(Batch) ->
                           ok = reconcile_batch(Tab, Where, Batch, Moved, DeleteOld, Dests)
                   end,
-                  chunks(lists:usort(Items))).
+                  chunks(ToDo)).
+
+%% Whether an item is at or before the progress mark: its destinations got
+%% their values in an earlier run, and durably, before the mark passed
+%% it. They are not reconciled again: a run of recovery has no watch of the
+%% destinations, and from the source's records and the last copy alone it
+%% could take a writer's change since the switch for none (a key deleted
+%% whose copy was empty). Only what is left of them in their sources goes.
+done_with(none) -> fun(_) -> false end;
+done_with({done_to, Mark}) -> fun(I) -> I =< Mark end.
+
+%% Removes the moving records of `Items' from their sources, in batches,
+%% durably.
+leave_sources(Where, Items) ->
+    Frags = frags(Where),
+    lists:foreach(
+      fun(Batch) ->
+              {atomic, _} = fraghash_tab:by_layout(
+                              Frags,
+                              fun(Mine) -> [leave_source(Where, I) || {S, _K} = I <- Batch, Mine(S)] end),
+              ok = fraghash_durable:tables(lists:usort([S || {S, _K} <- Batch]))
+      end, chunks(Items)).
 
 reconcile_batch(Tab, Where, Batch, Moved, DeleteOld, Dests) ->
     Frags = frags(Where),
@@ -200,10 +227,7 @@ reconcile_batch(Tab, Where, Batch, Moved, DeleteOld, Dests) ->
             ok;
         true ->
             step(Tab, grow_marked),
-            {atomic, _} = fraghash_tab:by_layout(
-                            Frags,
-                            fun(Mine) -> [leave_source(Where, I) || {S, _K} = I <- Batch, Mine(S)] end),
-            ok = fraghash_durable:tables(lists:usort([S || {S, _K} <- Batch]))
+            leave_sources(Where, Batch)
     end.
 
 %% Gives each destination that `Mine' holds for, of each item of `Batch',

@@ -35,6 +35,8 @@ disc_safety_test_() ->
                               fun racing_delete/0}},
                {timeout, ?T, {"a key a racing writer wrote, then deleted through the new "
                               "routing, stays deleted", fun racing_write_then_delete/0}},
+               {timeout, ?T, {"the same in a del, stopped after cleaning: recovery keeps "
+                              "it deleted", fun racing_write_then_delete_del/0}},
                {timeout, ?T, {"a delete routed before the switch that asks for its lock "
                               "late stays deleted", fun late_lock_delete/0}},
                {timeout, ?T, {"a journal entry of a deleted or re-created table is dropped",
@@ -235,6 +237,65 @@ racing_write_then_delete() ->
         fraghash_frag:set_step_hook(undefined)
     end,
     receive {writer_done, WriterResult} -> ?assertEqual({ok, ok}, WriterResult) end,
+    ?assertEqual([], mnesia:activity(transaction, fun() -> mnesia:read({Tab, K}) end, [],
+                                     mnesia_frag)),
+    ?assertEqual(0, fraghash_frag:stale_copies(Tab)).
+
+%% The same race in a del (the writer's first transaction writes a new key
+%% into the last fragment after the switch, its second deletes it from the
+%% fragment the key now routes to), and the del stopped once cleaning is
+%% done, before the last fragment is dropped: recovery runs cleaning again,
+%% without the watch of the destinations the first run had, from a last
+%% fragment that still holds the racing write. The key must stay deleted.
+racing_write_then_delete_del() ->
+    Tab = safety_racing_write_del,
+    ok = create(Tab, mnesia_frag_slots, n_disc_copies),
+    {atomic, ok} = mnesia:create_table(safety_racing_write_del_aux, [{attributes, [key, val]}]),
+    {Mod, S, N} = fraghash_frag:hash(Tab),
+    {S2, _, _} = Mod:del_frag(S),
+    %% A key the table does not hold, routed to the last fragment now.
+    [K | _] = [K || K <- lists:seq(?RECORDS + 1, ?RECORDS * 10),
+                    Mod:key_to_frag_number(S, K) =:= N],
+    Dest = fraghash_frag:frag_name(Tab, Mod:key_to_frag_number(S2, K)),
+    Self = self(),
+    Writer = spawn_link(
+               fun() ->
+                       Wrote = mnesia:activity(
+                                 transaction,
+                                 fun() ->
+                                         _ = mnesia:read(safety_racing_write_del_aux, K, read),
+                                         Self ! {writer, started},
+                                         receive go -> ok after 20000 -> exit(no_go) end,
+                                         mnesia:write({Tab, K, racing})
+                                 end, [], mnesia_frag),
+                       Deleted = mnesia:activity(transaction, fun() -> mnesia:delete({Tab, K}) end,
+                                                 [], mnesia_frag),
+                       %% To the del's process, which waits for it.
+                       receive {report_to, P} -> P ! {writer, {Wrote, Deleted}} end
+               end),
+    receive {writer, started} -> ok end,
+    fraghash_frag:set_step_hook(
+      fun(T, grow_del_switch_locked) when T =:= Tab ->
+              Writer ! go,
+              timer:sleep(300);
+         (T, grow_del_switched) when T =:= Tab ->
+              Writer ! {report_to, self()},
+              receive {writer, Result} -> Self ! {writer_done, Result}
+              after 20000 -> exit(writer_stuck)
+              end;
+         (T, grow_del_drop) when T =:= Tab ->
+              exit(interrupted);
+         (_, _) ->
+              ok
+      end),
+    {Pid, Ref} = spawn_monitor(fun() -> fraghash_frag:del_frag(Tab) end),
+    receive {'DOWN', Ref, process, Pid, Why} -> ?assertEqual(interrupted, Why) end,
+    fraghash_frag:set_step_hook(undefined),
+    receive {writer_done, WriterResult} -> ?assertEqual({ok, ok}, WriterResult) end,
+    %% The writer's delete went where the key routes after the switch.
+    ?assertEqual([], mnesia:dirty_read(Dest, K)),
+    ok = fraghash_frag:recover(),
+    ?assertEqual({Mod, S2, N - 1}, fraghash_frag:hash(Tab)),
     ?assertEqual([], mnesia:activity(transaction, fun() -> mnesia:read({Tab, K}) end, [],
                                      mnesia_frag)),
     ?assertEqual(0, fraghash_frag:stale_copies(Tab)).
