@@ -11,6 +11,8 @@
 #              FRAGHASH_TEST_RECORDS (default 20000),
 #              FRAGHASH_TEST_VERBOSE=1 (figures and warnings printed),
 #              FRAGHASH_TEST_MAX_FRAGS (default 64),
+#              FRAGHASH_TEST_KEEP=1 (the scratch directory is kept, for
+#              the torture tests' logs),
 #              plus scripts/build-nif.sh's variables.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,7 +24,11 @@ cleanup() {
             kill -9 "$pid" 2>/dev/null || true
         done < "$tmp/peer.pids"
     fi
-    rm -rf "$tmp"
+    if [ "${FRAGHASH_TEST_KEEP:-}" = 1 ]; then
+        echo "scratch directory kept: $tmp" >&2
+    else
+        rm -rf "$tmp"
+    fi
 }
 trap cleanup EXIT INT TERM
 

@@ -22,9 +22,8 @@
 
 -export([copy/3, settle/3, last_copy/7, dests_watch/0, reconcile/6, not_done/2]).
 
--import(fraghash_tab, [step/2]).
+-import(fraghash_tab, [step/2, chunks/1]).
 
--define(BATCH, 500).
 %% Copy rounds before the switch.
 -define(ROUNDS, 8).
 -define(WATCH_MS, 60000).
@@ -38,12 +37,10 @@
 %% transaction per layout of the destinations (see `fraghash_tab:by_layout/2').
 -spec copy(where(), [fraghash_grow_group:item()], moved()) -> moved().
 copy(Where, Items, Moved) ->
-    copy_batches(Where, lists:usort(Items), Moved).
+    lists:foldl(fun(Batch, Acc) -> copy_batch(Where, Batch, Acc) end, Moved,
+                chunks(lists:usort(Items))).
 
-copy_batches(_Where, [], Moved) ->
-    Moved;
-copy_batches(Where, Items, Moved) ->
-    {Batch, Rest} = lists:split(min(?BATCH, length(Items)), Items),
+copy_batch(Where, Batch, Moved) ->
     %% An item's copies are made by the transaction of its destinations'
     %% layout, which is the one to report them. (Only a foreign-key
     %% record whose placing field a writer changed can have destinations
@@ -58,7 +55,7 @@ copy_batches(Where, Items, Moved) ->
                                 Recs <- [moving(Where, I, mnesia:read(S, K, read))],
                                 put_copies(Where, I, Recs, maps:get(I, Moved, []), Mine)]
           end),
-    copy_batches(Where, Rest, maps:merge(Moved, maps:from_list(lists:append(Runs)))).
+    maps:merge(Moved, maps:from_list(lists:append(Runs))).
 
 %% @doc Copy rounds over the items that writers touched since the last
 %% round (`fraghash_frag_watch' watches every source), until a round finds
@@ -327,9 +324,3 @@ moves(Where, S, {Op, Rec, _}) when Op =:= write; Op =:= delete_object ->
 moves(_Where, _S, {delete, _, _}) ->
     false.
 
-%% Items in batches of ?BATCH.
-chunks([]) ->
-    [];
-chunks(Items) ->
-    {Batch, Rest} = lists:split(min(?BATCH, length(Items)), Items),
-    [Batch | chunks(Rest)].

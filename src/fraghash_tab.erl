@@ -8,7 +8,7 @@
 -module(fraghash_tab).
 
 -export([hash/1, frag_name/2, fragments/1, orphans/0, foreign_key/1,
-         batches/3, by_layout/2, durable/2, dump_log/0, transactions_ended/1,
+         batches/3, by_layout/2, chunks/1, durable/2, dump_log/0, transactions_ended/1,
          misplaced/1, misplaced/2, move_misplaced/1,
          step/2, set_step_hook/1]).
 
@@ -174,6 +174,9 @@ base_of(F) ->
         Base -> Base
     end.
 
+%% @doc `Items' in batches of 500, the size of every batch of records the
+%% growth path commits.
+-spec chunks([T]) -> [[T]].
 chunks([]) ->
     [];
 chunks(Items) ->

@@ -16,15 +16,18 @@
 
 -include_lib("eunit/include/eunit.hrl").
 
--import(fraghash_test_support, [scratch/0, report/2, start_peer/2, wait_down/1]).
+-import(fraghash_test_support, [scratch/0, report/2, start_peer/2, start_peer/3, wait_down/1]).
 
--export([read_all/2, frag_keys/1, call_then_kill/2]).
+-export([read_all/2, frag_keys/1, call_then_kill/2, read/2]).
 
 -define(RECORDS, 2000).
 -define(T, 300).
 
 two_node_test_() ->
-    fraghash_test_support:slow_tier(two_node_tests()).
+    fraghash_test_support:slow_tier(
+      [two_node_tests(),
+       {timeout, ?T, {"a fragment number used again: the old fragment's records in the "
+                      "other node's log stay out of the new one", fun reused_number/0}}]).
 
 two_node_tests() ->
     {timeout, ?T * 4,
@@ -125,6 +128,79 @@ case_(Mod, Op, Step, Victim, Copies) ->
          wait_down(N)
      end || N <- [A, B]],
     ok.
+
+%% A fragment number used again, on two nodes: a del drops fragment 4,
+%% whose one disc copy is on X, run from the other node Y, right after the
+%% keys it held got new values (which X's log holds: no dump runs but the
+%% ones asked for); the keys are deleted; an add from Y creates a fragment
+%% 4 again, on X; X dumps its log, is killed -9 and restarted. A dump of a
+%% running node skips the schema operations of its log, so old writes
+%% still in X's log would land in the files of the table that has the name
+%% now; they do not, because deleting a table makes Mnesia dump every
+%% node's log as it commits. The deleted keys must stay deleted.
+reused_number() ->
+    Id = "reuse_" ++ os:getpid(),
+    Dir = filename:join(scratch(), "two_" ++ Id),
+    Name = fun(L) -> list_to_atom(lists:concat(["fh2", L, "_", erlang:phash2(Id)])) end,
+    %% No dump but the ones the test and the operations ask for.
+    Quiet = ["-mnesia", "dump_log_write_threshold", "1000000"],
+    {_PA, A} = start_peer(Name(a), filename:join(Dir, "a"), Quiet),
+    {_PB, B} = start_peer(Name(b), filename:join(Dir, "b"), Quiet),
+    ok = rpc:call(A, mnesia, create_schema, [[A, B]]),
+    [ok = rpc:call(N, mnesia, start, []) || N <- [A, B]],
+    Tab = two_reused,
+    {atomic, ok} =
+        rpc:call(A, mnesia, create_table,
+                 [Tab, [{attributes, [key, val]},
+                        {frag_properties, [{n_fragments, 4}, {hash_module, mnesia_frag_slots},
+                                           {node_pool, [A, B]}, {n_disc_copies, 1}]}]]),
+    ok = rpc:call(A, mnesia, activity,
+                  [sync_dirty, fun() -> [mnesia:write({Tab, I, I * 5}) || I <- lists:seq(1, ?RECORDS)],
+                                        ok end, [], mnesia_frag]),
+    ok = rpc:call(A, fraghash_frag, recover, []),
+    Last = fraghash_frag:frag_name(Tab, 4),
+    [X] = rpc:call(A, mnesia, table_info, [Last, disc_copies]),
+    [Y] = [A, B] -- [X],
+    XName = case X of A -> Name(a); B -> Name(b) end,
+    XDir = filename:join(Dir, case X of A -> "a"; B -> "b" end),
+    %% Every node's log is dumped, then the last fragment's keys get new
+    %% values, which X's log alone holds.
+    [dumped = rpc:call(N, mnesia, dump_log, []) || N <- [A, B]],
+    Keys = rpc:call(X, mnesia, dirty_all_keys, [Last]),
+    ?assert(length(Keys) > 10),
+    Put = fun(Fun) -> ok = rpc:call(Y, mnesia, activity,
+                                    [sync_transaction, fun() -> lists:foreach(Fun, Keys) end, [],
+                                     mnesia_frag]),
+                      ok = rpc:call(Y, fraghash_durable, tables,
+                                    [rpc:call(Y, mnesia, activity,
+                                              [async_dirty, fun() -> mnesia:table_info(Tab, frag_names) end,
+                                               [], mnesia_frag])])
+          end,
+    Put(fun(K) -> mnesia:write({Tab, K, old}) end),
+    {atomic, ok} = rpc:call(Y, fraghash_frag, del_frag, [Tab], 60000),
+    Put(fun(K) -> mnesia:delete({Tab, K}) end),
+    {atomic, ok} = rpc:call(Y, fraghash_frag, add_frag, [Tab, [X, Y]], 60000),
+    ?assertEqual([X], rpc:call(Y, mnesia, table_info, [Last, disc_copies])),
+    dumped = rpc:call(X, mnesia, dump_log, []),
+    os:cmd("kill -9 " ++ rpc:call(X, os, getpid, [])),
+    wait_down(X),
+    {_, X} = start_peer(XName, XDir, Quiet),
+    ok = rpc:call(X, mnesia, start, []),
+    [?assertEqual({N, ok}, {N, rpc:call(N, mnesia, wait_for_tables,
+                                         [rpc:call(N, fraghash_frag, loadable_tables, []), 30000])})
+     || N <- [A, B]],
+    [ok = rpc:call(N, fraghash_frag, recover, []) || N <- [X, Y]],
+    Back = [K || K <- Keys, rpc:call(Y, ?MODULE, read, [Tab, K]) =/= []],
+    report("two nodes: a reused fragment number: ~b of ~b deleted keys back~n",
+           [length(Back), length(Keys)]),
+    ?assertEqual([], Back),
+    [begin os:cmd("kill -9 " ++ rpc:call(N, os, getpid, [])), wait_down(N) end || N <- [A, B]],
+    ok.
+
+%% @doc `Key''s records in `Tab', read through `mnesia_frag'.
+-spec read(atom(), term()) -> [tuple()].
+read(Tab, Key) ->
+    mnesia:activity(async_dirty, fun() -> mnesia:read(Tab, Key) end, [], mnesia_frag).
 
 %% @doc Runs `Call', then at once the shell command `Kill' through a shell
 %% started before the call; returns what `Call' returned.
