@@ -41,21 +41,27 @@ copy(Where, Items, Moved) ->
                 chunks(lists:usort(Items))).
 
 copy_batch(Where, Batch, Moved) ->
-    %% An item's copies are made by the transaction of its destinations'
-    %% layout, which is the one to report them. (Only a foreign-key
-    %% record whose placing field a writer changed can have destinations
-    %% of two layouts; each transaction then reports what it read, the
-    %% watcher reports that writer's change, and the next round copies the
-    %% item again, to all of them.)
-    {atomic, Runs} =
-        fraghash_tab:by_layout(
+    %% Each layout's transaction reads the sources again, and a writer can
+    %% change one in between: each must know what the ones before it
+    %% copied (the item's last copy, which its destinations now hold), so
+    %% it starts from their `Moved'. An item's copies are made, and
+    %% reported, by the transaction of its destinations' layout; one whose
+    %% source lost its moving records reports none, where it has no copy
+    %% to remove. (Only a foreign-key record whose placing field a writer
+    %% changed can have destinations of two layouts; each transaction then
+    %% writes its own, the watcher reports that writer's change, and the
+    %% next round copies the item again, to all of them.)
+    {atomic, Moved2} =
+        fraghash_tab:fold_layouts(
           frags(Where),
-          fun(Mine) ->
-                  [{I, Recs} || {S, K} = I <- Batch,
-                                Recs <- [moving(Where, I, mnesia:read(S, K, read))],
-                                put_copies(Where, I, Recs, maps:get(I, Moved, []), Mine)]
-          end),
-    maps:merge(Moved, maps:from_list(lists:append(Runs))).
+          fun(Mine, Acc) ->
+                  maps:merge(Acc, maps:from_list(
+                                    [{I, Recs} || {S, K} = I <- Batch,
+                                                  Recs <- [moving(Where, I, mnesia:read(S, K, read))],
+                                                  put_copies(Where, I, Recs, maps:get(I, Acc, []),
+                                                             Mine)]))
+          end, Moved),
+    Moved2.
 
 %% @doc Copy rounds over the items that writers touched since the last
 %% round (`fraghash_frag_watch' watches every source), until a round finds

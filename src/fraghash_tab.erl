@@ -8,7 +8,7 @@
 -module(fraghash_tab).
 
 -export([hash/1, frag_name/2, fragments/1, orphans/0, foreign_key/1,
-         batches/3, by_layout/2, chunks/1, durable/2, dump_log/0, transactions_ended/1,
+         batches/3, by_layout/2, fold_layouts/3, chunks/1, durable/2, dump_log/0, transactions_ended/1,
          misplaced/1, misplaced/2, move_misplaced/1,
          step/2, set_step_hook/1]).
 
@@ -135,12 +135,25 @@ each_batch(F, [Batch | Rest]) ->
 -spec by_layout([atom()], fun((fun((atom()) -> boolean())) -> R)) ->
           {atomic, [R]} | {aborted, term()}.
 by_layout(Frags, F) ->
-    Layouts = lists:usort([layout(T) || T <- Frags]),
-    by_layout(Layouts, Layouts, F, []).
+    case fold_layouts(Frags, fun(Mine, Done) -> [F(Mine) | Done] end, []) of
+        {atomic, Done} -> {atomic, lists:reverse(Done)};
+        Aborted -> Aborted
+    end.
 
-by_layout(_All, [], _F, Done) ->
-    {atomic, lists:reverse(Done)};
-by_layout(All, [L | Rest], F, Done) ->
+%% @doc As {@link by_layout/2}, each transaction given what the one before
+%% returned: `F(Mine, Acc)' returns the next `Acc', from `Acc0'. For a
+%% caller whose transactions must know what the earlier ones wrote (the
+%% sources they read can change between two of them). A transaction that
+%% Mnesia restarts runs `F' again with the same `Acc'.
+-spec fold_layouts([atom()], fun((fun((atom()) -> boolean()), A) -> A), A) ->
+          {atomic, A} | {aborted, term()}.
+fold_layouts(Frags, F, Acc0) ->
+    Layouts = lists:usort([layout(T) || T <- Frags]),
+    fold_layouts(Layouts, Layouts, F, Acc0).
+
+fold_layouts(_All, [], _F, Acc) ->
+    {atomic, Acc};
+fold_layouts(All, [L | Rest], F, Acc) ->
     Mine = fun(T) ->
                    case layout(T) of
                        L ->
@@ -151,8 +164,8 @@ by_layout(All, [L | Rest], F, Done) ->
                            false
                    end
            end,
-    case mnesia:sync_transaction(fun() -> F(Mine) end) of
-        {atomic, R} -> by_layout(All, Rest, F, [R | Done]);
+    case mnesia:sync_transaction(fun() -> F(Mine, Acc) end) of
+        {atomic, Acc2} -> fold_layouts(All, Rest, F, Acc2);
         Aborted -> Aborted
     end.
 

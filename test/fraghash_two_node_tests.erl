@@ -18,7 +18,7 @@
 
 -import(fraghash_test_support, [scratch/0, report/2, start_peer/2, start_peer/3, wait_down/1]).
 
--export([read_all/2, frag_keys/1, call_then_kill/2, read/2]).
+-export([read_all/2, frag_keys/1, call_then_kill/2, read/2, delete_in_order/3]).
 
 -define(RECORDS, 2000).
 -define(T, 300).
@@ -27,7 +27,9 @@ two_node_test_() ->
     fraghash_test_support:slow_tier(
       [two_node_tests(),
        {timeout, ?T, {"a fragment number used again: the old fragment's records in the "
-                      "other node's log stay out of the new one", fun reused_number/0}}]).
+                      "other node's log stay out of the new one", fun reused_number/0}},
+       {timeout, ?T, {"keys deleted while an add copies stay deleted (fragments on two "
+                      "nodes, one transaction per layout)", fun deleted_while_copying/0}}]).
 
 two_node_tests() ->
     {timeout, ?T * 4,
@@ -196,6 +198,79 @@ reused_number() ->
     ?assertEqual([], Back),
     [begin os:cmd("kill -9 " ++ rpc:call(N, os, getpid, [])), wait_down(N) end || N <- [A, B]],
     ok.
+
+%% An add, run on X, copies into a new fragment on Y from a donor on X,
+%% one transaction per layout: each batch is read from the donor once per
+%% layout, and a writer on Y deletes the moving keys, in order, all the
+%% while (each delete acknowledged at the durability line). A key deleted
+%% between two transactions of one batch must not be taken for one never
+%% copied: its copy would stay in the new fragment. Every acknowledged
+%% delete must hold once the add returned.
+deleted_while_copying() ->
+    Id = "copying_" ++ os:getpid(),
+    Dir = filename:join(scratch(), "two_" ++ Id),
+    Name = fun(L) -> list_to_atom(lists:concat(["fh2", L, "_", erlang:phash2(Id)])) end,
+    {_PA, A} = start_peer(Name(a), filename:join(Dir, "a")),
+    {_PB, B} = start_peer(Name(b), filename:join(Dir, "b")),
+    ok = rpc:call(A, mnesia, create_schema, [[A, B]]),
+    [ok = rpc:call(N, mnesia, start, []) || N <- [A, B]],
+    Tab = two_copying,
+    Records = 8000,
+    {atomic, ok} =
+        rpc:call(A, mnesia, create_table,
+                 [Tab, [{attributes, [key, val]},
+                        {frag_properties, [{n_fragments, 4}, {hash_module, mnesia_frag_hash},
+                                           {node_pool, [A, B]}, {n_disc_copies, 1}]}]]),
+    ok = rpc:call(A, mnesia, activity,
+                  [sync_dirty, fun() -> [mnesia:write({Tab, I, I}) || I <- lists:seq(1, Records)],
+                                        ok end, [], mnesia_frag]),
+    ok = rpc:call(A, fraghash_frag, recover, []),
+    {Mod, S, N} = rpc:call(A, fraghash_frag, hash, [Tab]),
+    %% The donor (fragment 1, `mnesia_frag_hash''s next to split) on X, the
+    %% new fragment on Y, the add run on X, the writer on Y.
+    [X] = rpc:call(A, mnesia, table_info, [Tab, disc_copies]),
+    [Y] = [A, B] -- [X],
+    {S2, _, _} = Mod:add_frag(S),
+    Moving = [K || K <- lists:seq(1, Records), Mod:key_to_frag_number(S2, K) =:= N + 1],
+    Self = self(),
+    Writer = spawn(Y, ?MODULE, delete_in_order, [Self, Tab, Moving]),
+    ?assertEqual({atomic, ok}, rpc:call(X, fraghash_frag, add_frag, [Tab, [Y, X]], 60000)),
+    Writer ! stop,
+    Deleted = receive {deleted, Writer, Ks} -> Ks after 60000 -> error(writer_stuck) end,
+    New = fraghash_frag:frag_name(Tab, N + 1),
+    ?assertEqual([Y], rpc:call(X, mnesia, table_info, [New, disc_copies])),
+    Back = [K || K <- Deleted, rpc:call(Y, mnesia, dirty_read, [New, K]) =/= []],
+    report("two nodes: ~b keys deleted while an add copied, ~b back~n",
+           [length(Deleted), length(Back)]),
+    ?assert(length(Deleted) > 20),
+    ?assertEqual([], Back),
+    [begin os:cmd("kill -9 " ++ rpc:call(Node, os, getpid, [])), wait_down(Node) end || Node <- [A, B]],
+    ok.
+
+%% @doc Run on a node: deletes `Keys' of `Tab' in order, each in a
+%% `sync_transaction' made durable, until told to stop; then sends the keys
+%% whose delete returned to `Parent'.
+-spec delete_in_order(pid(), atom(), [term()]) -> ok.
+delete_in_order(Parent, Tab, Keys) ->
+    delete_in_order(Parent, Tab, Keys, []).
+
+delete_in_order(Parent, Tab, Keys, Done) ->
+    receive
+        stop -> Parent ! {deleted, self(), Done}, ok
+    after 0 ->
+            case Keys of
+                [] ->
+                    receive stop -> Parent ! {deleted, self(), Done}, ok end;
+                [K | Rest] ->
+                    Frags = mnesia:activity(sync_transaction,
+                                            fun() ->
+                                                    ok = mnesia:delete({Tab, K}),
+                                                    mnesia:table_info(Tab, frag_names)
+                                            end, [], mnesia_frag),
+                    ok = fraghash_durable:tables(Frags),
+                    delete_in_order(Parent, Tab, Rest, [K | Done])
+            end
+    end.
 
 %% @doc `Key''s records in `Tab', read through `mnesia_frag'.
 -spec read(atom(), term()) -> [tuple()].
