@@ -167,23 +167,16 @@ racing_delete() ->
                        Self ! {writer, Result}
                end),
     receive {writer, started} -> ok end,
-    fraghash_frag:set_step_hook(
-      fun(T, grow_switch_locked) when T =:= Tab ->
-              %% The switch holds its locks: let the writer route and queue.
-              Writer ! go,
-              timer:sleep(300);
-         (_, _) ->
-              ok
-      end),
-    try
-        {atomic, ok} = fraghash_frag:add_frag(Tab, [node()])
-    after
-        fraghash_frag:set_step_hook(undefined)
-    end,
+    ok = add_with_hook(Tab, fun(T, grow_switch_locked) when T =:= Tab ->
+                                    %% The switch holds its locks: let the
+                                    %% writer route and queue.
+                                    Writer ! go,
+                                    timer:sleep(300);
+                               (_, _) ->
+                                    ok
+                            end),
     receive {writer, WriterResult} -> ?assertEqual(ok, WriterResult) end,
-    ?assertEqual([], mnesia:activity(transaction, fun() -> mnesia:read({Tab, K}) end, [],
-                                     mnesia_frag)),
-    ?assertEqual(0, fraghash_frag:stale_copies(Tab)).
+    assert_gone(Tab, K).
 
 %% The routing race, then a later change of the same writer: its
 %% transaction, older than the add's switch, writes a new key with the
@@ -197,49 +190,15 @@ racing_delete() ->
 racing_write_then_delete() ->
     Tab = safety_racing_write,
     ok = create(Tab, mnesia_frag_slots, n_disc_copies),
-    {atomic, ok} = mnesia:create_table(safety_racing_write_aux, [{attributes, [key, val]}]),
     {Mod, S, N} = fraghash_frag:hash(Tab),
     {S2, _, _} = Mod:add_frag(S),
     %% A key the table does not hold, which the add sends to fragment N + 1.
     [K | _] = [K || K <- lists:seq(?RECORDS + 1, ?RECORDS * 10),
                     Mod:key_to_frag_number(S2, K) =:= N + 1],
-    Self = self(),
-    Writer = spawn_link(
-               fun() ->
-                       Wrote = mnesia:activity(
-                                 transaction,
-                                 fun() ->
-                                         _ = mnesia:read(safety_racing_write_aux, K, read),
-                                         Self ! {writer, started},
-                                         receive go -> ok after 20000 -> exit(no_go) end,
-                                         mnesia:write({Tab, K, racing})
-                                 end, [], mnesia_frag),
-                       Deleted = mnesia:activity(transaction, fun() -> mnesia:delete({Tab, K}) end,
-                                                 [], mnesia_frag),
-                       Self ! {writer, {Wrote, Deleted}}
-               end),
-    receive {writer, started} -> ok end,
-    fraghash_frag:set_step_hook(
-      fun(T, grow_switch_locked) when T =:= Tab ->
-              Writer ! go,
-              timer:sleep(300);
-         (T, grow_switched) when T =:= Tab ->
-              %% Both of the writer's transactions return before cleaning.
-              receive {writer, Result} -> Self ! {writer_done, Result}
-              after 20000 -> exit(writer_stuck)
-              end;
-         (_, _) ->
-              ok
-      end),
-    try
-        {atomic, ok} = fraghash_frag:add_frag(Tab, [node()])
-    after
-        fraghash_frag:set_step_hook(undefined)
-    end,
+    Writer = racing_writer(Tab, K),
+    ok = add_with_hook(Tab, racing_hook(Tab, Writer, grow_switch_locked, grow_switched, none)),
     receive {writer_done, WriterResult} -> ?assertEqual({ok, ok}, WriterResult) end,
-    ?assertEqual([], mnesia:activity(transaction, fun() -> mnesia:read({Tab, K}) end, [],
-                                     mnesia_frag)),
-    ?assertEqual(0, fraghash_frag:stale_copies(Tab)).
+    assert_gone(Tab, K).
 
 %% The same race in a del (the writer's first transaction writes a new key
 %% into the last fragment after the switch, its second deletes it from the
@@ -250,44 +209,15 @@ racing_write_then_delete() ->
 racing_write_then_delete_del() ->
     Tab = safety_racing_write_del,
     ok = create(Tab, mnesia_frag_slots, n_disc_copies),
-    {atomic, ok} = mnesia:create_table(safety_racing_write_del_aux, [{attributes, [key, val]}]),
     {Mod, S, N} = fraghash_frag:hash(Tab),
     {S2, _, _} = Mod:del_frag(S),
     %% A key the table does not hold, routed to the last fragment now.
     [K | _] = [K || K <- lists:seq(?RECORDS + 1, ?RECORDS * 10),
                     Mod:key_to_frag_number(S, K) =:= N],
     Dest = fraghash_frag:frag_name(Tab, Mod:key_to_frag_number(S2, K)),
-    Self = self(),
-    Writer = spawn_link(
-               fun() ->
-                       Wrote = mnesia:activity(
-                                 transaction,
-                                 fun() ->
-                                         _ = mnesia:read(safety_racing_write_del_aux, K, read),
-                                         Self ! {writer, started},
-                                         receive go -> ok after 20000 -> exit(no_go) end,
-                                         mnesia:write({Tab, K, racing})
-                                 end, [], mnesia_frag),
-                       Deleted = mnesia:activity(transaction, fun() -> mnesia:delete({Tab, K}) end,
-                                                 [], mnesia_frag),
-                       %% To the del's process, which waits for it.
-                       receive {report_to, P} -> P ! {writer, {Wrote, Deleted}} end
-               end),
-    receive {writer, started} -> ok end,
+    Writer = racing_writer(Tab, K),
     fraghash_frag:set_step_hook(
-      fun(T, grow_del_switch_locked) when T =:= Tab ->
-              Writer ! go,
-              timer:sleep(300);
-         (T, grow_del_switched) when T =:= Tab ->
-              Writer ! {report_to, self()},
-              receive {writer, Result} -> Self ! {writer_done, Result}
-              after 20000 -> exit(writer_stuck)
-              end;
-         (T, grow_del_drop) when T =:= Tab ->
-              exit(interrupted);
-         (_, _) ->
-              ok
-      end),
+      racing_hook(Tab, Writer, grow_del_switch_locked, grow_del_switched, grow_del_drop)),
     {Pid, Ref} = spawn_monitor(fun() -> fraghash_frag:del_frag(Tab) end),
     receive {'DOWN', Ref, process, Pid, Why} -> ?assertEqual(interrupted, Why) end,
     fraghash_frag:set_step_hook(undefined),
@@ -296,9 +226,55 @@ racing_write_then_delete_del() ->
     ?assertEqual([], mnesia:dirty_read(Dest, K)),
     ok = fraghash_frag:recover(),
     ?assertEqual({Mod, S2, N - 1}, fraghash_frag:hash(Tab)),
-    ?assertEqual([], mnesia:activity(transaction, fun() -> mnesia:read({Tab, K}) end, [],
-                                     mnesia_frag)),
-    ?assertEqual(0, fraghash_frag:stale_copies(Tab)).
+    assert_gone(Tab, K).
+
+%% A writer whose first transaction begins now (reading another table, so
+%% that it is older than the operation's switch and holds no lock of it),
+%% waits for `go', then writes `K' into `Tab' through `mnesia_frag', and
+%% whose second transaction deletes `K'; it reports both answers to the
+%% process that sends it `{report_to, Pid}'. Returns once the first
+%% transaction has begun.
+racing_writer(Tab, K) ->
+    Aux = list_to_atom(atom_to_list(Tab) ++ "_aux"),
+    {atomic, ok} = mnesia:create_table(Aux, [{attributes, [key, val]}]),
+    Self = self(),
+    Writer = spawn_link(
+               fun() ->
+                       Wrote = mnesia:activity(
+                                 transaction,
+                                 fun() ->
+                                         _ = mnesia:read(Aux, K, read),
+                                         Self ! {writer, started},
+                                         receive go -> ok after 20000 -> exit(no_go) end,
+                                         mnesia:write({Tab, K, racing})
+                                 end, [], mnesia_frag),
+                       Deleted = mnesia:activity(transaction, fun() -> mnesia:delete({Tab, K}) end,
+                                                 [], mnesia_frag),
+                       receive {report_to, P} -> P ! {writer, {Wrote, Deleted}} end
+               end),
+    receive {writer, started} -> ok end,
+    Writer.
+
+%% The step hook of a racing writer's test: at `Locked' (the switch holds
+%% its locks) the writer goes, and queues for them; at `Switched' the
+%% operation waits for both of its transactions, and sends their answers
+%% to this process as `{writer_done, Answers}'; at `Stop' (`none': nowhere)
+%% the operation dies.
+racing_hook(Tab, Writer, Locked, Switched, Stop) ->
+    Test = self(),
+    fun(T, Step) when T =:= Tab, Step =:= Locked ->
+            Writer ! go,
+            timer:sleep(300);
+       (T, Step) when T =:= Tab, Step =:= Switched ->
+            Writer ! {report_to, self()},
+            receive {writer, Result} -> Test ! {writer_done, Result}
+            after 20000 -> exit(writer_stuck)
+            end;
+       (T, Step) when T =:= Tab, Step =:= Stop ->
+            exit(interrupted);
+       (_, _) ->
+            ok
+    end.
 
 %% The routing race at its widest: a writer's transaction, begun before
 %% the add, routes a key the add moves with the state from before the
@@ -330,15 +306,24 @@ late_lock_delete() ->
                        Self ! {writer, Result}
                end),
     receive {writer, started} -> ok end,
-    fraghash_frag:set_step_hook(fun(T, grow_done) when T =:= Tab -> Writer ! go;
-                                   (_, _) -> ok
-                                end),
+    ok = add_with_hook(Tab, fun(T, grow_done) when T =:= Tab -> Writer ! go;
+                               (_, _) -> ok
+                            end),
+    receive {writer, WriterResult} -> ?assertEqual({atomic, ok}, WriterResult) end,
+    assert_gone(Tab, K).
+
+%% Adds a fragment to `Tab' with `Hook' as the step hook.
+add_with_hook(Tab, Hook) ->
+    fraghash_frag:set_step_hook(Hook),
     try
-        {atomic, ok} = fraghash_frag:add_frag(Tab, [node()])
+        {atomic, ok} = fraghash_frag:add_frag(Tab, [node()]),
+        ok
     after
         fraghash_frag:set_step_hook(undefined)
-    end,
-    receive {writer, WriterResult} -> ?assertEqual({atomic, ok}, WriterResult) end,
+    end.
+
+%% `K' is in no fragment of `Tab', and no record of it is misplaced.
+assert_gone(Tab, K) ->
     ?assertEqual([], mnesia:activity(transaction, fun() -> mnesia:read({Tab, K}) end, [],
                                      mnesia_frag)),
     ?assertEqual(0, fraghash_frag:stale_copies(Tab)).
