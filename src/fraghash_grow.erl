@@ -54,7 +54,6 @@
 
 -import(fraghash_tab, [hash/1, frag_name/2, step/2]).
 
--define(WATCH_MS, 60000).
 
 %% @doc Adds a fragment to `Tab' (and to each of its foreign-key tables) on
 %% `Nodes' (as `mnesia:change_table_frag(Tab, {add_frag, Nodes})' places
@@ -203,11 +202,12 @@ moving(Parts) ->
 clean(Tab, #{n := N, parts := Parts, moved := Moved} = Entry, Dests) ->
     ok = fraghash_journal:write(Tab, Entry#{phase => cleaning}),
     step(Tab, grow_clean),
-    ok = fraghash_tab:transactions_ended(?WATCH_MS),
+    ok = fraghash_tab:transactions_ended(),
     {atomic, ok} = mnesia:transaction(
                      fun() -> [mnesia:lock({table, D}, write) || D <- frags(Parts, donors)], ok end),
     Items = moving(Parts) ++ fraghash_grow_copy:not_done(Tab, Moved),
-    ok = fraghash_grow_copy:reconcile(Tab, where(Parts, donors, to), Items, Moved, true, Dests),
+    ok = fraghash_grow_copy:reconcile(Tab, where(Parts, donors, to), Items, Moved, true,
+                                      Dests),
     ok = durable(Parts, N + 1),
     step(Tab, grow_done),
     fraghash_journal:delete(Tab).

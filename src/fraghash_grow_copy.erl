@@ -37,10 +37,11 @@
 %% transaction per layout of the destinations (see `fraghash_tab:by_layout/2').
 -spec copy(where(), [fraghash_grow_group:item()], moved()) -> moved().
 copy(Where, Items, Moved) ->
-    lists:foldl(fun(Batch, Acc) -> copy_batch(Where, Batch, Acc) end, Moved,
+    Frags = frags(Where),
+    lists:foldl(fun(Batch, Acc) -> copy_batch(Where, Frags, Batch, Acc) end, Moved,
                 chunks(lists:usort(Items))).
 
-copy_batch(Where, Batch, Moved) ->
+copy_batch(Where, Frags, Batch, Moved) ->
     %% Each layout's transaction reads the sources again, and a writer can
     %% change one in between: each must know what the ones before it
     %% copied (the item's last copy, which its destinations now hold), so
@@ -53,13 +54,13 @@ copy_batch(Where, Batch, Moved) ->
     %% next round copies the item again, to all of them.)
     {atomic, Moved2} =
         fraghash_tab:fold_layouts(
-          frags(Where),
+          Frags,
           fun(Mine, Acc) ->
-                  maps:merge(Acc, maps:from_list(
-                                    [{I, Recs} || {S, K} = I <- Batch,
-                                                  Recs <- [moving(Where, I, mnesia:read(S, K, read))],
-                                                  put_copies(Where, I, Recs, maps:get(I, Acc, []),
-                                                             Mine)]))
+                  Copied = [{I, Recs}
+                            || {S, K} = I <- Batch,
+                               Recs <- [moving(Where, I, mnesia:read(S, K, read))],
+                               put_copies(Where, I, Recs, maps:get(I, Acc, []), Mine)],
+                  maps:merge(Acc, maps:from_list(Copied))
           end, Moved),
     Moved2.
 
@@ -185,13 +186,14 @@ fix(Where, Planned, Moved) ->
 -spec reconcile(atom(), where(), [fraghash_grow_group:item()], moved(), boolean(),
                 fraghash_frag_watch:watch()) -> ok.
 reconcile(Tab, Where, Items, Moved, DeleteOld, Dests) ->
+    Frags = frags(Where),
     {Done, ToDo} = lists:partition(done_with(fraghash_journal:progress(Tab)), lists:usort(Items)),
     case DeleteOld of
-        true -> leave_sources(Where, Done);
+        true -> leave_sources(Where, Frags, Done);
         false -> ok
     end,
     lists:foreach(fun(Batch) ->
-                          ok = reconcile_batch(Tab, Where, Batch, Moved, DeleteOld, Dests)
+                          ok = reconcile_batch(Tab, Where, Frags, Batch, Moved, DeleteOld, Dests)
                   end,
                   chunks(ToDo)).
 
@@ -205,19 +207,16 @@ done_with(none) -> fun(_) -> false end;
 done_with({done_to, Mark}) -> fun(I) -> I =< Mark end.
 
 %% Removes the moving records of `Items' from their sources, in batches,
-%% durably.
-leave_sources(Where, Items) ->
-    Frags = frags(Where),
+%% durably (`Frags': every fragment of their tables).
+leave_sources(Where, Frags, Items) ->
     lists:foreach(
       fun(Batch) ->
-              {atomic, _} = fraghash_tab:by_layout(
-                              Frags,
-                              fun(Mine) -> [leave_source(Where, I) || {S, _K} = I <- Batch, Mine(S)] end),
+              Leave = fun(Mine) -> [leave_source(Where, I) || {S, _K} = I <- Batch, Mine(S)] end,
+              {atomic, _} = fraghash_tab:by_layout(Frags, Leave),
               ok = fraghash_durable:tables(lists:usort([S || {S, _K} <- Batch]))
       end, chunks(Items)).
 
-reconcile_batch(Tab, Where, Batch, Moved, DeleteOld, Dests) ->
-    Frags = frags(Where),
+reconcile_batch(Tab, Where, Frags, Batch, Moved, DeleteOld, Dests) ->
     {atomic, _} = fraghash_tab:by_layout(
                     Frags, fun(Mine) -> settle_dests(Where, Batch, Moved, Mine, Dests) end),
     {atomic, ok} = mnesia:sync_transaction(
@@ -230,7 +229,7 @@ reconcile_batch(Tab, Where, Batch, Moved, DeleteOld, Dests) ->
             ok;
         true ->
             step(Tab, grow_marked),
-            leave_sources(Where, Batch)
+            leave_sources(Where, Frags, Batch)
     end.
 
 %% Gives each destination that `Mine' holds for, of each item of `Batch',

@@ -41,9 +41,6 @@
 -import(fraghash_tab, [hash/1, frag_name/2, step/2]).
 -import(fraghash_grow, [changes/3, frags/2, durable/2]).
 
-%% How long cleaning waits for the transactions running when it begins.
--define(WATCH_MS, 60000).
-
 %% @doc Removes the last fragment of `Tab' (which has two or more) and of
 %% each of its foreign-key tables, moving their records in ordinary
 %% transactions. Returns once the new layout is durable where it is held.
@@ -134,7 +131,7 @@ clean_and_drop(Tab, #{n := N, parts := Parts, moved := Moved} = Entry, Dests) ->
     %% Writers that routed with the old states have committed once the
     %% transactions running now have ended and these locks are had (see
     %% fraghash_grow:clean/3).
-    ok = fraghash_tab:transactions_ended(?WATCH_MS),
+    ok = fraghash_tab:transactions_ended(),
     {atomic, ok} = mnesia:transaction(
                      fun() -> [mnesia:lock({table, L}, write) || L <- Lasts], ok end),
     Items = fraghash_grow_group:all_items(Lasts) ++ fraghash_grow_copy:not_done(Tab, Moved),

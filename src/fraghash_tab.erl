@@ -8,11 +8,14 @@
 -module(fraghash_tab).
 
 -export([hash/1, frag_name/2, fragments/1, orphans/0, foreign_key/1,
-         batches/3, by_layout/2, fold_layouts/3, chunks/1, durable/2, dump_log/0, transactions_ended/1,
+         batches/3, by_layout/2, fold_layouts/3, chunks/1, durable/2, dump_log/0,
+         transactions_ended/0,
          misplaced/1, misplaced/2, move_misplaced/1,
          step/2, set_step_hook/1]).
 
 -define(BATCH, 500).
+%% How long {@link transactions_ended/0} waits.
+-define(TRANSACTIONS_MS, 60000).
 
 %% @doc A fragmented table's hash module, hash state and fragment count, as
 %% its `frag_properties' give them on this node.
@@ -93,7 +96,7 @@ index(X, [_ | T]) -> 1 + index(X, T).
 %% protocol logs the transaction when it votes, marked "abort unless told
 %% otherwise", and learns the outcome a message later. A dump of its log
 %% in between (one that writing past `dump_log_write_threshold' starts,
-%% on a busy node) waits 100 ms for the outcome, then takes the
+%% on a busy node) waits about 110 ms for the outcome, then takes the
 %% transaction for aborted and leaves it out of the table files; the log
 %% is then deleted. The transaction still commits, in RAM only: after the
 %% next restart of that node its writes are gone. The symmetric protocol
@@ -203,17 +206,15 @@ chunks(Items) ->
 %% any table lock taken since the switch: once its transaction ended, its
 %% write is where the caller will read it. (A writer on a node that went
 %% down is gone with its transaction.) Raises `{fraghash,
-%% transactions_running, Text}' when some are still running after
-%% `Timeout' ms.
--spec transactions_ended(timeout()) -> ok.
-transactions_ended(Timeout) ->
-    Nodes = mnesia:system_info(running_db_nodes),
-    transactions_ended(Nodes, transactions(Nodes),
-                       erlang:monotonic_time(millisecond) + Timeout).
+%% transactions_running, Text}' when some are still running after 60 s.
+-spec transactions_ended() -> ok.
+transactions_ended() ->
+    transactions_ended(transactions(mnesia:system_info(running_db_nodes)),
+                       erlang:monotonic_time(millisecond) + ?TRANSACTIONS_MS).
 
-transactions_ended(_Nodes, [], _Deadline) ->
+transactions_ended([], _Deadline) ->
     ok;
-transactions_ended(Nodes, Waiting, Deadline) ->
+transactions_ended(Waiting, Deadline) ->
     case erlang:monotonic_time(millisecond) > Deadline of
         true ->
             [{Node, _Counter, Pid} | _] = Waiting,
@@ -225,7 +226,7 @@ transactions_ended(Nodes, Waiting, Deadline) ->
         false ->
             timer:sleep(5),
             Now = transactions(lists:usort([N || {N, _, _} <- Waiting])),
-            transactions_ended(Nodes, [T || T <- Waiting, lists:member(T, Now)], Deadline)
+            transactions_ended([T || T <- Waiting, lists:member(T, Now)], Deadline)
     end.
 
 %% `{Node, Counter, Pid}' of each transaction that `Nodes' coordinate; a

@@ -18,7 +18,8 @@
 
 -import(fraghash_test_support, [scratch/0, report/2, start_peer/2, start_peer/3, wait_down/1]).
 
--export([read_all/2, frag_keys/1, call_then_kill/2, read/2, delete_in_order/3]).
+-export([read_all/2, frag_keys/1, call_then_kill/2, read/2, delete_in_order/3,
+         change_durably/2]).
 
 -define(RECORDS, 2000).
 -define(T, 300).
@@ -60,23 +61,9 @@ two_node_tests() ->
 %% test process, instead of from a hook inside it.
 case_(Mod, Op, Step, Victim, Copies) ->
     Id = lists:concat([Mod, "_", Op, "_", Step, "_", Victim, "_", Copies, "_", os:getpid()]),
-    Dir = filename:join(scratch(), "two_" ++ Id),
-    NameA = list_to_atom("fh2a_" ++ integer_to_list(erlang:phash2(Id))),
-    NameB = list_to_atom("fh2b_" ++ integer_to_list(erlang:phash2(Id))),
-    {PA, A} = start_peer(NameA, filename:join(Dir, "a")),
-    {PB, B} = start_peer(NameB, filename:join(Dir, "b")),
-    ok = rpc:call(A, mnesia, create_schema, [[A, B]]),
-    [ok = rpc:call(N, mnesia, start, []) || N <- [A, B]],
+    #{dir := Dir, name := Name, a := A, b := B, pa := PA, pb := PB} = pair(Id, []),
     Tab = list_to_atom("two_" ++ atom_to_list(Mod)),
-    {atomic, ok} =
-        rpc:call(A, mnesia, create_table,
-                 [Tab, [{attributes, [key, val]},
-                        {frag_properties, [{n_fragments, 4}, {hash_module, Mod},
-                                           {node_pool, [A, B]}, {n_disc_copies, Copies}]}]]),
-    ok = rpc:call(A, mnesia, activity,
-                  [sync_dirty, fun() -> [mnesia:write({Tab, I, I * 5}) || I <- lists:seq(1, ?RECORDS)],
-                                        ok end, [], mnesia_frag]),
-    ok = rpc:call(A, fraghash_frag, recover, []),
+    ok = frag_table(A, B, Tab, Mod, Copies, ?RECORDS),
     {atomic, ok} = rpc:call(A, fraghash_frag, add_frag, [Tab, [A, B]]),
     %% The hook: at Step, kill -9 this node (A) or B, once.
     OsB = rpc:call(B, os, getpid, []),
@@ -104,8 +91,8 @@ case_(Mod, Op, Step, Victim, Copies) ->
              end,
     {Dead, DeadName, DeadDir, Alive} =
         case Victim of
-            self -> {A, NameA, filename:join(Dir, "a"), B};
-            other -> {B, NameB, filename:join(Dir, "b"), A}
+            self -> {A, Name(a), filename:join(Dir, "a"), B};
+            other -> {B, Name(b), filename:join(Dir, "b"), A}
         end,
     wait_down(Dead),
     %% The dead node's peer controller goes too (its node is gone).
@@ -124,12 +111,7 @@ case_(Mod, Op, Step, Victim, Copies) ->
     {atomic, ok} = rpc:call(Alive, fraghash_frag, case Op of add -> add_frag; del -> del_frag end,
                             case Op of add -> [Tab, [A, B]]; del -> [Tab] end, 60000),
     check_both(Tab, A, B, {again, Where}),
-    [begin
-         OsPid = rpc:call(N, os, getpid, []),
-         os:cmd("kill -9 " ++ OsPid),
-         wait_down(N)
-     end || N <- [A, B]],
-    ok.
+    kill([A, B]).
 
 %% A fragment number used again, on two nodes: a del drops fragment 4,
 %% whose one disc copy is on X, run from the other node Y, right after the
@@ -141,25 +123,11 @@ case_(Mod, Op, Step, Victim, Copies) ->
 %% now; they do not, because deleting a table makes Mnesia dump every
 %% node's log as it commits. The deleted keys must stay deleted.
 reused_number() ->
-    Id = "reuse_" ++ os:getpid(),
-    Dir = filename:join(scratch(), "two_" ++ Id),
-    Name = fun(L) -> list_to_atom(lists:concat(["fh2", L, "_", erlang:phash2(Id)])) end,
     %% No dump but the ones the test and the operations ask for.
     Quiet = ["-mnesia", "dump_log_write_threshold", "1000000"],
-    {_PA, A} = start_peer(Name(a), filename:join(Dir, "a"), Quiet),
-    {_PB, B} = start_peer(Name(b), filename:join(Dir, "b"), Quiet),
-    ok = rpc:call(A, mnesia, create_schema, [[A, B]]),
-    [ok = rpc:call(N, mnesia, start, []) || N <- [A, B]],
+    #{dir := Dir, name := Name, a := A, b := B} = pair("reuse_" ++ os:getpid(), Quiet),
     Tab = two_reused,
-    {atomic, ok} =
-        rpc:call(A, mnesia, create_table,
-                 [Tab, [{attributes, [key, val]},
-                        {frag_properties, [{n_fragments, 4}, {hash_module, mnesia_frag_slots},
-                                           {node_pool, [A, B]}, {n_disc_copies, 1}]}]]),
-    ok = rpc:call(A, mnesia, activity,
-                  [sync_dirty, fun() -> [mnesia:write({Tab, I, I * 5}) || I <- lists:seq(1, ?RECORDS)],
-                                        ok end, [], mnesia_frag]),
-    ok = rpc:call(A, fraghash_frag, recover, []),
+    ok = frag_table(A, B, Tab, mnesia_frag_slots, 1, ?RECORDS),
     Last = fraghash_frag:frag_name(Tab, 4),
     [X] = rpc:call(A, mnesia, table_info, [Last, disc_copies]),
     [Y] = [A, B] -- [X],
@@ -170,13 +138,9 @@ reused_number() ->
     [dumped = rpc:call(N, mnesia, dump_log, []) || N <- [A, B]],
     Keys = rpc:call(X, mnesia, dirty_all_keys, [Last]),
     ?assert(length(Keys) > 10),
-    Put = fun(Fun) -> ok = rpc:call(Y, mnesia, activity,
-                                    [sync_transaction, fun() -> lists:foreach(Fun, Keys) end, [],
-                                     mnesia_frag]),
-                      ok = rpc:call(Y, fraghash_durable, tables,
-                                    [rpc:call(Y, mnesia, activity,
-                                              [async_dirty, fun() -> mnesia:table_info(Tab, frag_names) end,
-                                               [], mnesia_frag])])
+    Put = fun(Fun) ->
+                  ok = rpc:call(Y, ?MODULE, change_durably,
+                                [Tab, fun() -> lists:foreach(Fun, Keys) end])
           end,
     Put(fun(K) -> mnesia:write({Tab, K, old}) end),
     {atomic, ok} = rpc:call(Y, fraghash_frag, del_frag, [Tab], 60000),
@@ -184,8 +148,7 @@ reused_number() ->
     {atomic, ok} = rpc:call(Y, fraghash_frag, add_frag, [Tab, [X, Y]], 60000),
     ?assertEqual([X], rpc:call(Y, mnesia, table_info, [Last, disc_copies])),
     dumped = rpc:call(X, mnesia, dump_log, []),
-    os:cmd("kill -9 " ++ rpc:call(X, os, getpid, [])),
-    wait_down(X),
+    ok = kill([X]),
     {_, X} = start_peer(XName, XDir, Quiet),
     ok = rpc:call(X, mnesia, start, []),
     [?assertEqual({N, ok}, {N, rpc:call(N, mnesia, wait_for_tables,
@@ -196,8 +159,7 @@ reused_number() ->
     report("two nodes: a reused fragment number: ~b of ~b deleted keys back~n",
            [length(Back), length(Keys)]),
     ?assertEqual([], Back),
-    [begin os:cmd("kill -9 " ++ rpc:call(N, os, getpid, [])), wait_down(N) end || N <- [A, B]],
-    ok.
+    kill([A, B]).
 
 %% An add, run on X, copies into a new fragment on Y from a donor on X,
 %% one transaction per layout: each batch is read from the donor once per
@@ -207,24 +169,10 @@ reused_number() ->
 %% copied: its copy would stay in the new fragment. Every acknowledged
 %% delete must hold once the add returned.
 deleted_while_copying() ->
-    Id = "copying_" ++ os:getpid(),
-    Dir = filename:join(scratch(), "two_" ++ Id),
-    Name = fun(L) -> list_to_atom(lists:concat(["fh2", L, "_", erlang:phash2(Id)])) end,
-    {_PA, A} = start_peer(Name(a), filename:join(Dir, "a")),
-    {_PB, B} = start_peer(Name(b), filename:join(Dir, "b")),
-    ok = rpc:call(A, mnesia, create_schema, [[A, B]]),
-    [ok = rpc:call(N, mnesia, start, []) || N <- [A, B]],
+    #{a := A, b := B} = pair("copying_" ++ os:getpid(), []),
     Tab = two_copying,
     Records = 8000,
-    {atomic, ok} =
-        rpc:call(A, mnesia, create_table,
-                 [Tab, [{attributes, [key, val]},
-                        {frag_properties, [{n_fragments, 4}, {hash_module, mnesia_frag_hash},
-                                           {node_pool, [A, B]}, {n_disc_copies, 1}]}]]),
-    ok = rpc:call(A, mnesia, activity,
-                  [sync_dirty, fun() -> [mnesia:write({Tab, I, I}) || I <- lists:seq(1, Records)],
-                                        ok end, [], mnesia_frag]),
-    ok = rpc:call(A, fraghash_frag, recover, []),
+    ok = frag_table(A, B, Tab, mnesia_frag_hash, 1, Records),
     {Mod, S, N} = rpc:call(A, fraghash_frag, hash, [Tab]),
     %% The donor (fragment 1, `mnesia_frag_hash''s next to split) on X, the
     %% new fragment on Y, the add run on X, the writer on Y.
@@ -244,8 +192,7 @@ deleted_while_copying() ->
            [length(Deleted), length(Back)]),
     ?assert(length(Deleted) > 20),
     ?assertEqual([], Back),
-    [begin os:cmd("kill -9 " ++ rpc:call(Node, os, getpid, [])), wait_down(Node) end || Node <- [A, B]],
-    ok.
+    kill([A, B]).
 
 %% @doc Run on a node: deletes `Keys' of `Tab' in order, each in a
 %% `sync_transaction' made durable, until told to stop; then sends the keys
@@ -262,20 +209,54 @@ delete_in_order(Parent, Tab, Keys, Done) ->
                 [] ->
                     receive stop -> Parent ! {deleted, self(), Done}, ok end;
                 [K | Rest] ->
-                    Frags = mnesia:activity(sync_transaction,
-                                            fun() ->
-                                                    ok = mnesia:delete({Tab, K}),
-                                                    mnesia:table_info(Tab, frag_names)
-                                            end, [], mnesia_frag),
-                    ok = fraghash_durable:tables(Frags),
+                    ok = change_durably(Tab, fun() -> mnesia:delete({Tab, K}) end),
                     delete_in_order(Parent, Tab, Rest, [K | Done])
             end
     end.
+
+%% @doc Runs `Change' in a `mnesia_frag' `sync_transaction' on `Tab', then
+%% makes every fragment of `Tab' durable where it is held: a change
+%% acknowledged at the durability line.
+-spec change_durably(atom(), fun(() -> term())) -> ok.
+change_durably(Tab, Change) ->
+    Frags = mnesia:activity(sync_transaction,
+                            fun() -> Change(), mnesia:table_info(Tab, frag_names) end, [],
+                            mnesia_frag),
+    fraghash_durable:tables(Frags).
+
+%% Kills the nodes `Nodes' with kill -9 and waits until they are down.
+kill(Nodes) ->
+    [begin os:cmd("kill -9 " ++ rpc:call(N, os, getpid, [])), wait_down(N) end || N <- Nodes],
+    ok.
 
 %% @doc `Key''s records in `Tab', read through `mnesia_frag'.
 -spec read(atom(), term()) -> [tuple()].
 read(Tab, Key) ->
     mnesia:activity(async_dirty, fun() -> mnesia:read(Tab, Key) end, [], mnesia_frag).
+
+%% Two peer nodes for the case `Id', named `Name(a)' and `Name(b)' (their
+%% Mnesia directories `a' and `b' under `Dir'), started with `Args', one
+%% disc schema, Mnesia running on both.
+pair(Id, Args) ->
+    Dir = filename:join(scratch(), "two_" ++ Id),
+    Name = fun(L) -> list_to_atom(lists:concat(["fh2", L, "_", erlang:phash2(Id)])) end,
+    {PA, A} = start_peer(Name(a), filename:join(Dir, "a"), Args),
+    {PB, B} = start_peer(Name(b), filename:join(Dir, "b"), Args),
+    ok = rpc:call(A, mnesia, create_schema, [[A, B]]),
+    [ok = rpc:call(N, mnesia, start, []) || N <- [A, B]],
+    #{dir => Dir, name => Name, a => A, b => B, pa => PA, pb => PB}.
+
+%% `Tab', 4 fragments of module `Mod' with `Copies' disc copies each over
+%% A and B, holding `{Tab, I, I * 5}' for I in 1..`Records'; recovered.
+frag_table(A, B, Tab, Mod, Copies, Records) ->
+    {atomic, ok} =
+        rpc:call(A, mnesia, create_table,
+                 [Tab, [{attributes, [key, val]},
+                        {frag_properties, [{n_fragments, 4}, {hash_module, Mod},
+                                           {node_pool, [A, B]}, {n_disc_copies, Copies}]}]]),
+    Fill = fun() -> [ok = mnesia:write({Tab, I, I * 5}) || I <- lists:seq(1, Records)], ok end,
+    ok = rpc:call(A, mnesia, activity, [sync_dirty, Fill, [], mnesia_frag]),
+    rpc:call(A, fraghash_frag, recover, []).
 
 %% @doc Runs `Call', then at once the shell command `Kill' through a shell
 %% started before the call; returns what `Call' returned.
