@@ -192,7 +192,7 @@ moving(Parts) ->
 %% Deletes each moved record from its donor, after reconciling the two
 %% copies (`fraghash_grow_copy:reconcile/6', with `Dests', the watch of the
 %% new fragments since the switch). Once every transaction running when
-%% cleaning began has ended (`fraghash_tab:transactions_ended/1') and the
+%% cleaning began has ended (`fraghash_tab:transactions_ended/0') and the
 %% donors' table locks are had, every writer that routed with the old
 %% states has committed, those that asked for their locks late included.
 %% The items: those of the donors that the new
