@@ -93,10 +93,16 @@ recover() ->
 recover_all() ->
     case fraghash_journal:ensure() of
         ok ->
-            Pending = fraghash_journal:pending(),
-            Results = [{T, recover(T)} || T <- Pending]
-                ++ [{T, global:trans(lock(T), fun() -> fraghash_frag_recovery:sweep(T) end)}
-                    || T <- fraghash_frag_recovery:fragmented(), not lists:member(T, Pending)],
+            Recovered = [{T, recover(T)} || T <- fraghash_journal:pending()],
+            %% Every table with no operation left, those just recovered
+            %% included: a partition's heal can bring back a fragment table
+            %% beyond the count of a table whose entry names another
+            %% operation (one started on one side after the other side's
+            %% add had created that fragment).
+            Swept = [{T, global:trans(lock(T), fun() -> fraghash_frag_recovery:sweep(T) end)}
+                     || T <- fraghash_frag_recovery:fragmented(),
+                        proplists:get_value(T, Recovered, ok) =:= ok],
+            Results = [TR || {_T, R} = TR <- Recovered, R =/= ok] ++ Swept,
             case [TR || {_T, R} = TR <- Results, R =/= ok] of
                 [] -> ok;
                 Bad -> {error, Bad}

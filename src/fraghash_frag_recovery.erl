@@ -31,7 +31,8 @@ fragmented() ->
 %% Mnesia merges the two schemas by table version, so the kept side can
 %% get the other side's fragment count while still holding a fragment that
 %% count no longer names. Run by `fraghash_frag:recover/0' under the
-%% table's lock, for tables with no journal entry.
+%% table's lock, for every table with no operation left to finish (those
+%% it just finished or undid included).
 -spec sweep(atom()) -> ok | {error, term()}.
 sweep(Tab) ->
     Orphans = [F || {Base, F} <- fraghash_tab:orphans(), Base =:= Tab],

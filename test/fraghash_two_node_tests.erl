@@ -20,6 +20,8 @@
 
 -export([read_all/2, frag_keys/1, call_then_kill/2, read/2, delete_in_order/3,
          change_durably/2]).
+%% Shared with the other multi-node tests.
+-export([pair/2, frag_table/6, check_both/4, kill/1]).
 
 -define(RECORDS, 2000).
 -define(T, 300).
