@@ -24,9 +24,11 @@
 %% `sync_dirty' activity of another process), and the hash state becomes
 %% `To': every moved key reads from fragment N+1, which holds exactly what
 %% its donor held.</li>
-%% <li>`cleaning': each key the donors hold that `To' sends to fragment N+1,
-%% and each moved key past the progress mark that its donor no longer
-%% holds, is reconciled and deleted from its donor, in batches, after
+%% <li>`cleaning': each key the donors hold that `To' sends to fragment N+1
+%% (the moved ones, and those the donors' watch saw written since the last
+%% copy; after a kill, read from the donors whole), and each moved key past
+%% the progress mark that its donor no longer holds, is reconciled and
+%% deleted from its donor, in batches, after
 %% {@link reconcile/6}: a donor record that changed (or went) after its
 %% copy (a writer that routed with `From' and waited for the switch's
 %% locks) replaces the copy when the copy is unchanged, else the copy,
@@ -130,8 +132,9 @@ recover(Tab, #{op := grow_add, n := N, parts := [#{from := From, to := To} | _]}
             rollback(Tab, Entry);
         {_, To, N1} when N1 =:= N + 1 ->
             %% What writers did to the new fragments before the kill is
-            %% not known here (see fraghash_grow_copy:reconcile/6).
-            clean(Tab, Entry, []);
+            %% not known here (see fraghash_grow_copy:reconcile/6), nor
+            %% what they did to the donors.
+            clean(Tab, Entry, [], none);
         {_, _, N1} ->
             unexpected_layout(Tab, add, N, N1)
     end.
@@ -169,7 +172,7 @@ copy_and_switch(Tab, #{n := N, parts := Parts} = Entry) ->
             {atomic, ok} ->
                 step(Tab, grow_switched),
                 ok = durable(Parts, N + 1),
-                ok = clean(Tab, fraghash_journal:read(Tab), Dests),
+                ok = clean(Tab, fraghash_journal:read(Tab), Dests, Watcher),
                 {atomic, ok};
             Aborted ->
                 ok = drop_hidden(Tab, Parts),
@@ -195,19 +198,27 @@ moving(Parts) ->
 %% cleaning began has ended (`fraghash_tab:transactions_ended/0') and the
 %% donors' table locks are had, every writer that routed with the old
 %% states has committed, those that asked for their locks late included.
-%% The items: those of the donors that the new
-%% states place in the new fragments (the moved ones not cleaned yet, and
-%% records such a writer inserted), and the moved items past the progress
-%% mark that a donor no longer holds (such a writer deleted them).
-clean(Tab, #{n := N, parts := Parts, moved := Moved} = Entry, Dests) ->
+%% The items: the moved ones past the progress mark (a donor may no longer
+%% hold one: such a writer deleted it), and those of the donors that the
+%% new states place in the new fragments (the moved ones not cleaned yet,
+%% and records such a writer inserted). With `Donors', the watch of the
+%% donors since before the first copy, the latter are the moved ones and
+%% the items writers touched since the switch's last check, which the
+%% watch holds by now (a commit's events reach it before its locks go);
+%% without it (recovery) the donors are read whole.
+clean(Tab, #{n := N, parts := Parts, moved := Moved} = Entry, Dests, Donors) ->
     ok = fraghash_journal:write(Tab, Entry#{phase => cleaning}),
     step(Tab, grow_clean),
     ok = fraghash_tab:transactions_ended(),
     {atomic, ok} = mnesia:transaction(
                      fun() -> [mnesia:lock({table, D}, write) || D <- frags(Parts, donors)], ok end),
-    Items = moving(Parts) ++ fraghash_grow_copy:not_done(Tab, Moved),
-    ok = fraghash_grow_copy:reconcile(Tab, where(Parts, donors, to), Items, Moved, true,
-                                      Dests),
+    Where = where(Parts, donors, to),
+    Inserted = case Donors of
+                   none -> moving(Parts);
+                   _ -> fraghash_grow_copy:touched(Donors, Where, Moved)
+               end,
+    Items = Inserted ++ fraghash_grow_copy:not_done(Tab, Moved),
+    ok = fraghash_grow_copy:reconcile(Tab, Where, Items, Moved, true, Dests),
     ok = durable(Parts, N + 1),
     step(Tab, grow_done),
     fraghash_journal:delete(Tab).

@@ -20,12 +20,16 @@
 %% `bag' tables placed by a foreign key.
 -module(fraghash_grow_copy).
 
--export([copy/3, settle/3, last_copy/7, dests_watch/0, reconcile/6, not_done/2]).
+-export([copy/3, settle/3, last_copy/7, dests_watch/0, reconcile/6, not_done/2, touched/3]).
 
--import(fraghash_tab, [step/2, chunks/1]).
+-import(fraghash_tab, [step/2, chunks/1, chunks/2]).
 
 %% Copy rounds before the switch.
 -define(ROUNDS, 8).
+%% Items per batch of reconciling: each batch costs three transactions and
+%% two syncs whatever its size, and holds the write locks of its items'
+%% keys (in their sources and destinations) for one transaction at a time.
+-define(RECONCILE_BATCH, 2000).
 -define(WATCH_MS, 60000).
 
 -type where() :: #{atom() => fun((tuple()) -> atom())}.
@@ -97,7 +101,13 @@ last_copy(Tab, Entry, Step, Watcher, Where, Moved, Dests) ->
     Owner = self(),
     fun() ->
             step(Tab, Step),
-            case touched(Watcher, Where, Moved) of
+            %% A schema change that runs again runs this again, and the
+            %% earlier tries' copies are in the journal entry only.
+            Before = case fraghash_journal:read(Tab) of
+                         #{moved := Journaled} -> maps:merge(Moved, Journaled);
+                         _ -> Moved
+                     end,
+            case touched(Watcher, Where, Before) of
                 [] ->
                     ok;
                 Items ->
@@ -105,8 +115,8 @@ last_copy(Tab, Entry, Step, Watcher, Where, Moved, Dests) ->
                                || {S, K} = I <- Items],
                     ok = fraghash_journal:write_from_other_process(
                            Tab, Entry#{phase => switching,
-                                       moved => maps:merge(Moved, maps:from_list(Planned))}),
-                    fix(Where, Planned, Moved)
+                                       moved => maps:merge(Before, maps:from_list(Planned))}),
+                    fix(Where, Planned, Before)
             end,
             Owner ! {?MODULE, dests_watch, fraghash_frag_watch:start_touched(Dests, Owner)},
             ok
@@ -168,7 +178,7 @@ fix(Where, Planned, Moved) ->
 %% copy (deleted a key that had none, say) is taken for none. With
 %% `DeleteOld', the moving records then leave their source.
 %%
-%% Items go in batches of 500, each in three transactions, each begun once
+%% Items go in batches of 2,000, each in three transactions, each begun once
 %% the one before is durable: the destinations get their values; the
 %% journal's progress mark moves past the batch; the sources lose their
 %% moving records. A kill can cut any of them short, and on a storage
@@ -195,7 +205,7 @@ reconcile(Tab, Where, Items, Moved, DeleteOld, Dests) ->
     lists:foreach(fun(Batch) ->
                           ok = reconcile_batch(Tab, Where, Frags, Batch, Moved, DeleteOld, Dests)
                   end,
-                  chunks(ToDo)).
+                  chunks(ToDo, ?RECONCILE_BATCH)).
 
 %% Whether an item is at or before the progress mark: its destinations got
 %% their values in an earlier run, and durably, before the mark passed
@@ -214,7 +224,7 @@ leave_sources(Where, Frags, Items) ->
               Leave = fun(Mine) -> [leave_source(Where, I) || {S, _K} = I <- Batch, Mine(S)] end,
               {atomic, _} = fraghash_tab:by_layout(Frags, Leave),
               ok = fraghash_durable:tables(lists:usort([S || {S, _K} <- Batch]))
-      end, chunks(Items)).
+      end, chunks(Items, ?RECONCILE_BATCH)).
 
 reconcile_batch(Tab, Where, Frags, Batch, Moved, DeleteOld, Dests) ->
     {atomic, _} = fraghash_tab:by_layout(
@@ -316,9 +326,11 @@ put_copies(Where, {S, K} = I, Recs, Prev, Mine) ->
 frags(Where) ->
     fraghash_tab:fragments(maps:keys(Where)).
 
-%% The items that writers wrote or deleted on the sources since the last
-%% call and that concern the operation: a record written that moves, or an
-%% item copied before (its copy must follow).
+%% @doc The items that writers wrote or deleted on the sources since the
+%% last call (`Watcher', started on them before the first copy) and that
+%% concern the operation: a record written that moves, or an item copied
+%% before (its copy must follow).
+-spec touched(fraghash_frag_watch:watch(), where(), moved()) -> [fraghash_grow_group:item()].
 touched(Watcher, Where, Moved) ->
     lists:usort([I || E <- fraghash_frag_watch:take(Watcher, ?WATCH_MS),
                       {S, _K} = I <- [fraghash_frag_watch:item(E)],

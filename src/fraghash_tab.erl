@@ -8,7 +8,7 @@
 -module(fraghash_tab).
 
 -export([hash/1, frag_name/2, fragments/1, orphans/0, foreign_key/1,
-         batches/3, by_layout/2, fold_layouts/3, chunks/1, durable/2, dump_log/0,
+         batches/3, by_layout/2, fold_layouts/3, chunks/1, chunks/2, durable/2, dump_log/0,
          transactions_ended/0,
          misplaced/1, misplaced/2, move_misplaced/1,
          step/2, set_step_hook/1]).
@@ -190,14 +190,19 @@ base_of(F) ->
         Base -> Base
     end.
 
-%% @doc `Items' in batches of 500, the size of every batch of records the
-%% growth path commits.
+%% @doc `Items' in batches of 500, the size of the batches of records the
+%% growth path copies.
 -spec chunks([T]) -> [[T]].
-chunks([]) ->
-    [];
 chunks(Items) ->
-    {Batch, Rest} = lists:split(min(?BATCH, length(Items)), Items),
-    [Batch | chunks(Rest)].
+    chunks(Items, ?BATCH).
+
+%% @doc `Items' in batches of `Size'.
+-spec chunks([T], pos_integer()) -> [[T]].
+chunks([], _Size) ->
+    [];
+chunks(Items, Size) ->
+    {Batch, Rest} = lists:split(min(Size, length(Items)), Items),
+    [Batch | chunks(Rest, Size)].
 
 %% @doc Waits until every transaction that a running node coordinated when
 %% this was called has ended. A writer whose transaction began before a
