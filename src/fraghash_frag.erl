@@ -102,8 +102,7 @@ recover_all() ->
             Swept = [{T, global:trans(lock(T), fun() -> fraghash_frag_recovery:sweep(T) end)}
                      || T <- fraghash_frag_recovery:fragmented(),
                         proplists:get_value(T, Recovered, ok) =:= ok],
-            Results = [TR || {_T, R} = TR <- Recovered, R =/= ok] ++ Swept,
-            case [TR || {_T, R} = TR <- Results, R =/= ok] of
+            case [TR || {_T, R} = TR <- Recovered ++ Swept, R =/= ok] of
                 [] -> ok;
                 Bad -> {error, Bad}
             end;

@@ -45,12 +45,13 @@ durable_apart() ->
 %% (its recovery undoes the add on its side, a del starts; each fails at
 %% the durability line, which its side cannot reach). Then the operator
 %% keeps side `Keep': the other node is killed and restarted with the kept
-%% one as Mnesia's master node, and the kept one recovers. Healing keeps a fragment
-%% table that one side had dropped and the other still held (Mnesia merges
-%% the two schemas table by table), beyond the table's count: one
-%% recovery, on one node, must drop it. Both nodes must then agree, with every record (no write
-%% was made during the cut), no fragment table beyond the count and no
-%% journal entry, and the table must grow again.
+%% one as Mnesia's master node, and the kept one recovers. Healing keeps a
+%% fragment table that one side had dropped and the other still held
+%% (Mnesia merges the two schemas table by table), beyond the table's
+%% count: one recovery, on one node, must drop it. Both nodes must then
+%% agree, with every record (no write was made during the cut), no
+%% fragment table beyond the count and no journal entry, and the table
+%% must grow again.
 cut_during_add() ->
     [cut_during_add(Step, NewOn, Keep)
      || Step <- [grow_copy, grow_switch_locked, grow_clean], NewOn <- [x, y], Keep <- [x, y]],
@@ -61,6 +62,7 @@ cut_during_add(Step, NewOn, Keep) ->
     Args = fraghash_torture2_partition:peer_args(),
     #{dir := Dir, name := Name, a := A, b := B} = fraghash_two_node_tests:pair(Id, Args),
     Tab = cut_add,
+    %% The count fraghash_two_node_tests:check_both/4 checks.
     Records = 2000,
     ok = fraghash_two_node_tests:frag_table(A, B, Tab, mnesia_frag_hash, 1, Records),
     [X] = rpc:call(A, mnesia, table_info, [Tab, disc_copies]),
