@@ -17,7 +17,9 @@
 %% batches instead of in the schema transaction.</li>
 %% </ul>
 %% Load: `Writers' processes (4) each run transactions through `mnesia_frag'
-%% that overwrite one random existing key, back to back; one reader reads
+%% that overwrite one random existing key, back to back or, with
+%% `FRAGHASH_BENCH_WRITE_RATE', at that many writes per second in all;
+%% one reader reads
 %% random existing keys through `mnesia_frag' (`async_dirty'). Every key
 %% read exists, so a read that returns nothing is a miss and one that
 %% raises a failure. The load runs 3 s before the operation (the writers'
@@ -30,7 +32,9 @@
 %% their rate against the rate before; the longest a write took that
 %% overlapped the operation (a writer blocked that long) and the 99th
 %% percentile of those writes; reads during it, misses, and failures (reads
-%% that raised and writes that aborted).
+%% that raised and writes that aborted). Before each row, as a comment, when
+%% each write that took over 200 ms began (seconds into the operation) and
+%% how long it took, and for the safe path when each of its steps began.
 -module(fraghash_bench_growth).
 
 -export([run/1, run/5]).
@@ -63,12 +67,24 @@ run(Dir, Records, Modules, Reps, Storage) ->
                     V -> list_to_integer(V)
                 end,
     ok = application:set_env(mnesia, dump_log_write_threshold, Threshold),
+    %% FRAGHASH_BENCH_WRITE_RATE paces the writers to that many writes per
+    %% second in all (back to back when unset).
+    Rate = case os:getenv("FRAGHASH_BENCH_WRITE_RATE") of
+               false -> unpaced;
+               "" -> unpaced;
+               R -> list_to_integer(R)
+           end,
+    persistent_term:put({?MODULE, rate}, Rate),
     ok = mnesia:create_schema([node()]),
     ok = mnesia:start(),
     ok = fraghash_journal:ensure(),
-    io:format("~n~s, ~s records, 50 -> 51 fragments, ~b writers (transactions) and "
+    io:format("~n~s, ~s records, 50 -> 51 fragments, ~b writers (transactions~s) and "
               "1 reader (async_dirty) on random keys, dump_log_write_threshold ~b~n~n",
-              [Storage, thousands(Records), ?WRITERS, Threshold]),
+              [Storage, thousands(Records), ?WRITERS,
+               case Rate of
+                   unpaced -> ", back to back";
+                   _ -> io_lib:format(", ~s writes/s in all", [thousands(Rate)])
+               end, Threshold]),
     io:format("| module | path | wall s | scanned | moved | writes during | write rate "
               "vs before | longest write ms | p99 write ms | reads | misses | failures |~n"
               "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|~n"),
@@ -214,14 +230,22 @@ undo(_Path, _Result, Tab, _Scratch) ->
 start_load(Tab, Records) ->
     Stop = atomics:new(1, []),
     Parent = self(),
-    Writers = [spawn_link(fun() -> writer(Parent, Tab, Records, Stop, I, []) end)
+    %% Each writer's pace: the microseconds between the starts of two of
+    %% its writes (0: back to back).
+    Period = case persistent_term:get({?MODULE, rate}) of
+                 unpaced -> 0;
+                 Rate -> ?WRITERS * 1000000 div Rate
+             end,
+    Writers = [spawn_link(fun() -> writer(Parent, Tab, Records, Stop, I, Period, now_us(), []) end)
                || I <- lists:seq(1, ?WRITERS)],
     Reader = spawn_link(fun() -> reader(Parent, Tab, Records, Stop, []) end),
     {Stop, Writers, Reader}.
 
 %% Each writer keeps `{StartUs, EndUs, Outcome}' per write: `ok', or
-%% `failed' for a transaction that aborted.
-writer(Parent, Tab, Records, Stop, I, Acc) ->
+%% `failed' for a transaction that aborted. A paced writer begins a write
+%% every `Period' µs (`Next' the next start), and after a write that took
+%% longer it goes on at once, without making up the writes it missed.
+writer(Parent, Tab, Records, Stop, I, Period, Next, Acc) ->
     case atomics:get(Stop, 1) of
         1 ->
             Parent ! {writes, self(), Acc};
@@ -235,7 +259,13 @@ writer(Parent, Tab, Records, Stop, I, Acc) ->
                       catch
                           _:_ -> failed
                       end,
-            writer(Parent, Tab, Records, Stop, I, [{T0, now_us(), Outcome} | Acc])
+            T1 = now_us(),
+            Next2 = max(Next + Period, T1),
+            case Period > 0 andalso Next2 - T1 >= 1000 of
+                true -> timer:sleep((Next2 - T1) div 1000);
+                false -> ok
+            end,
+            writer(Parent, Tab, Records, Stop, I, Period, Next2, [{T0, T1, Outcome} | Acc])
     end.
 
 %% The reader keeps `{StartUs, Outcome}' per read: `hit', `miss' or
@@ -276,6 +306,9 @@ report(Mod, Path, Result, T0, T1, Scanned, Moved, Writes, Reads) ->
     RateBefore = length(Before) / (?BEFORE_MS / 1000),
     RateDuring = Completed / max(Wall, 1.0e-6),
     Sorted = lists:sort(During),
+    LongestAt = lists:sort([{S - T0, E - S} || {S, E, _} <- Writes, S < T1, E > T0, E - S > 200000]),
+    io:format("<!-- writes over 200 ms (start s, ms): ~s -->~n",
+              [lists:join(", ", [io_lib:format("~.2f ~b", [St / 1.0e6, D div 1000]) || {St, D} <- LongestAt])]),
     Longest = case Sorted of [] -> 0; _ -> lists:last(Sorted) end,
     P99 = case Sorted of
               [] -> 0;
