@@ -256,23 +256,42 @@ settle_dests(Where, Batch, Moved, Mine, Dests) ->
      || {{_S, K} = I, Here, Theres} <- Read, {D, There} <- Theres],
     ok.
 
-%% Gives destination `D' of item `I' the source's records `Here' placed
-%% there, unless a writer changed `D' since the switch: `Changed', or `D'
-%% holding other than the last copy `Copy'.
+%% Gives destination `D' of item `I' its value from the source's records
+%% `Here' placed there (`Due'), what `D' holds (`There', sorted) and the
+%% last copy made there (`Last'). A `set' or `ordered_set' key has one
+%% record, which a write replaces: `D''s own, when a writer changed `D'
+%% since the switch (`Changed', or `D' holding other than the last copy),
+%% else the source's. A `bag' key's records are written and deleted one
+%% by one, and one writer's transaction can change both places: begun
+%% before the switch, it routes its delete of the key with the old state
+%% (the source), waits for the switch's locks, and routes its write after
+%% the switch with the new one (`D', where the write adds to the copy the
+%% delete meant to remove). So a bag's value is the source's changes since
+%% the copy applied, then `D''s: the source's records, less those `D' lost
+%% since the copy, plus those `D' gained. A writer that changed `D' and
+%% then gave it back exactly the last copy's records is taken for none
+%% there, as recovery takes every such writer (see reconcile/6).
 settle(Where, {S, K}, Here, D, There, Copy, Changed) ->
     Place = maps:get(S, Where),
     Due = [R || R <- Here, Place(R) =:= D],
-    case not Changed andalso There =:= [R || R <- Copy, Place(R) =:= D] andalso Due =/= There of
-        false ->
+    Last = [R || R <- Copy, Place(R) =:= D],
+    Value = case mnesia:table_info(D, type) of
+                bag -> ordsets:union(ordsets:subtract(Due, ordsets:subtract(Last, There)),
+                                     ordsets:subtract(There, Last));
+                _ when Changed; There =/= Last -> There;
+                _ -> Due
+            end,
+    case Value of
+        There ->
             ok;
-        true when Due =:= [] ->
+        [] ->
             ok = mnesia:delete(D, K, write);
-        true ->
+        _ ->
             %% A bag's records are replaced as a whole (bag fragments are
             %% never on a storage backend, so this commits whole); a set's
             %% one record is overwritten in place.
             [ok = mnesia:delete(D, K, write) || mnesia:table_info(D, type) =:= bag],
-            [ok = mnesia:write(D, R, write) || R <- Due],
+            [ok = mnesia:write(D, R, write) || R <- Value],
             ok
     end.
 

@@ -39,6 +39,8 @@ disc_safety_test_() ->
                               "it deleted", fun racing_write_then_delete_del/0}},
                {timeout, ?T, {"a delete routed before the switch that asks for its lock "
                               "late stays deleted", fun late_lock_delete/0}},
+               {timeout, ?T, {"a bag writer whose delete routes before the switch and its "
+                              "write after it leaves one record", fun bag_split_writer/0}},
                {timeout, ?T, {"a journal entry of a deleted or re-created table is dropped",
                               fun stale_journal/0}},
                {timeout, ?T, {"one fragment, plain and missing tables: answers with reasons",
@@ -311,6 +313,51 @@ late_lock_delete() ->
                             end),
     receive {writer, WriterResult} -> ?assertEqual({atomic, ok}, WriterResult) end,
     assert_gone(Tab, K).
+
+%% A writer replaces a bag key's record (a delete, then a write, as the
+%% torture's bag writer does) in a transaction begun before the add, so
+%% older than its switch: the delete routes with the state from before
+%% the switch and waits for the switch's lock on the donor; the switch
+%% commits; the write routes with the new state, into the new fragment,
+%% which holds the copy of the record the delete took from the donor. A
+%% bag's write adds a record, so the key had two there until cleaning
+%% applied the donor's change (the record gone) to the new fragment too.
+bag_split_writer() ->
+    Tab = safety_bag_split,
+    {atomic, ok} = mnesia:create_table(
+                     Tab, [{type, bag}, {attributes, [key, val]},
+                           {frag_properties, [{n_fragments, 3}, {hash_module, mnesia_frag_slots},
+                                              {node_pool, [node()]}, {n_disc_copies, 1}]}]),
+    ok = fraghash_test_support:fill(Tab, lists:seq(1, ?RECORDS), fun(I) -> I * 7 end),
+    {atomic, ok} = mnesia:create_table(safety_bag_split_aux, [{attributes, [key, val]}]),
+    {Mod, S, N} = fraghash_frag:hash(Tab),
+    {S2, _, _} = Mod:add_frag(S),
+    [K | _] = [K || K <- lists:seq(1, ?RECORDS), Mod:key_to_frag_number(S2, K) =:= N + 1],
+    Self = self(),
+    Writer = spawn_link(
+               fun() ->
+                       Result = mnesia:activity(
+                                  transaction,
+                                  fun() ->
+                                          _ = mnesia:read(safety_bag_split_aux, K, read),
+                                          Self ! {writer, started},
+                                          receive go -> ok after 20000 -> exit(no_go) end,
+                                          mnesia:delete({Tab, K}),
+                                          mnesia:write({Tab, K, replaced})
+                                  end, [], mnesia_frag),
+                       Self ! {writer, Result}
+               end),
+    receive {writer, started} -> ok end,
+    ok = add_with_hook(Tab, fun(T, grow_switch_locked) when T =:= Tab ->
+                                    Writer ! go,
+                                    timer:sleep(300);
+                               (_, _) ->
+                                    ok
+                            end),
+    receive {writer, WriterResult} -> ?assertEqual(ok, WriterResult) end,
+    ?assertEqual([{Tab, K, replaced}],
+                 mnesia:activity(transaction, fun() -> mnesia:read({Tab, K}) end, [], mnesia_frag)),
+    ?assertEqual(0, fraghash_frag:stale_copies(Tab)).
 
 %% Adds a fragment to `Tab' with `Hook' as the step hook.
 add_with_hook(Tab, Hook) ->
