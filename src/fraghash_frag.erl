@@ -233,8 +233,15 @@ serialized(Tab, Fun) ->
                                      ok = fraghash_durable:check_log(),
                                      answer(Tab, Fun())
                                  catch
-                                     exit:{aborted, Reason} ->
-                                         answer(Tab, {aborted, Reason});
+                                     exit:{aborted, Reason}:Stack ->
+                                         %% Mnesia's own abort, or, once
+                                         %% Mnesia stopped under the
+                                         %% operation, its answer for a
+                                         %% table gone with it.
+                                         case mnesia:system_info(is_running) of
+                                             yes -> answer(Tab, {aborted, Reason});
+                                             _ -> {aborted, interrupted(Tab, Reason, Stack)}
+                                         end;
                                      exit:Reason:Stack ->
                                          %% A call into Mnesia while it
                                          %% stopped (a full disc stops it)

@@ -43,11 +43,8 @@
 -define(DUMPS_QUEUED, 2).
 -define(SCHEMA_WAIT_MS, 30000).
 %% How long a schema change waits at most, before it takes its locks, for
-%% the dumpers to be idle, and how long for a queue of dumps to get
-%% shorter before it takes it for one that does not drain
-%% (`dumper_idle/1').
--define(IDLE_WAIT_MS, 2000).
--define(DRAIN_MS, 500).
+%% the log dumps it asks for (`dump_first/0').
+-define(DUMP_FIRST_MS, 10000).
 
 %% @doc The table's hash module, hash state and fragment count as Mnesia
 %% holds them on this node: `{Mod, State, N}'.
@@ -220,9 +217,9 @@ load_somewhere(Frag) ->
 %% instead of 1 s (docs/mnesia-growth-cost.md). The change waits for the
 %% drain under its locks, and gives up before its commit when the queue
 %% does not drain (`dumper_caught_up/2'): dirty writers take no lock.
-%% Before it takes any lock it waits for a dumper that keeps up with its
-%% writers to be idle (`dumper_idle/1'), so that under such a load the
-%% locks, and the writers they hold back, wait for no dump at all.
+%% Before it takes any lock it has each dumper that keeps up with its
+%% writers dump the log (`dump_first/0'), so that under such a load the
+%% locks, and the writers they hold back, wait for one short dump at most.
 %% `mnesia_schema:schema_transaction/1' waits for its coordinator without
 %% a monitor, and when Mnesia stops under it (as a full disc makes it do)
 %% the coordinator can go without an answer. So the
@@ -239,7 +236,7 @@ transaction(Tab, Fun) ->
                   fun() ->
                           Deadline = erlang:monotonic_time(millisecond)
                               + application:get_env(fraghash, schema_wait_ms, ?SCHEMA_WAIT_MS),
-                          ok = dumper_idle(erlang:monotonic_time(millisecond) + ?IDLE_WAIT_MS),
+                          ok = dump_first(),
                           Change = fun() ->
                                            mnesia_schema:schema_transaction(
                                              fun() ->
@@ -256,7 +253,13 @@ transaction(Tab, Fun) ->
             receive
                 {'DOWN', Ref, process, Pid, {schema_transaction_done, Result}} ->
                     demonitor(Watch, [flush]),
-                    Result;
+                    %% Mnesia stopped under the change (a dump that found
+                    %% the disc full stops it), which answered for a table
+                    %% gone with it.
+                    case {Result, is_process_alive(Controller)} of
+                        {{aborted, _}, false} -> {aborted, {node_not_running, node()}};
+                        _ -> Result
+                    end;
                 {'DOWN', Ref, process, Pid, Why} ->
                     demonitor(Watch, [flush]),
                     {aborted, {transaction_crashed, Why}};
@@ -301,29 +304,23 @@ dumper_caught_up(Tab, Deadline) ->
             dumper_caught_up(Tab, Deadline)
     end.
 
-%% Waits, before the change takes any lock, until no running node's
-%% dumper has a dump running or queued, up to `Deadline': the commit
-%% waits for the dumps queued when it begins, and the change's locks hold
-%% writers back meanwhile, so it had better begin when none is. A queue
-%% that has not got shorter for ?DRAIN_MS is not draining (writers faster
-%% than the dumper, which Mnesia reports as overloaded): the change then
-%% goes on, and its locks, which hold writers back, let the queue drain
-%% (`dumper_caught_up/2').
-dumper_idle(Deadline) ->
-    Now = erlang:monotonic_time(millisecond),
-    dumper_idle(Deadline, infinity, Now).
-
-dumper_idle(Deadline, Shortest, Since) ->
+%% Before the change takes any lock: each running node whose dumper keeps
+%% up with its writers (at most ?DUMPS_QUEUED dumps queued) dumps its log
+%% now, and the change goes on once those dumps are done. The commit waits
+%% for the dump that runs when it begins, and the change's locks hold
+%% writers back meanwhile: begun just after a dump, it meets at most one
+%% of the writes made since, short. A node whose queue is longer (writers
+%% faster than its dumper, which Mnesia reports as overloaded) would serve
+%% the dump behind all of them: it is left alone, and the change's locks,
+%% which hold writers back, let its queue drain (`dumper_caught_up/2').
+%% A dump that fails (a full disc) is the commit's to report.
+dump_first() ->
     Nodes = mnesia:system_info(running_db_nodes),
-    Queued = lists:max([0 | [Q || {ok, Q} <- erpc:multicall(Nodes, ?MODULE, dumps_queued, [],
-                                                           5000)]]),
-    Now = erlang:monotonic_time(millisecond),
-    if
-        Queued =:= 0; Now >= Deadline -> ok;
-        Queued < Shortest -> timer:sleep(5), dumper_idle(Deadline, Queued, Now);
-        Now - Since >= ?DRAIN_MS -> ok;
-        true -> timer:sleep(5), dumper_idle(Deadline, Shortest, Since)
-    end.
+    Keeping = [N || {N, {ok, Q}} <- lists:zip(Nodes, erpc:multicall(Nodes, ?MODULE, dumps_queued,
+                                                                    [], 5000)),
+                    Q =< ?DUMPS_QUEUED],
+    _ = erpc:multicall(Keeping, mnesia, dump_log, [], ?DUMP_FIRST_MS),
+    ok.
 
 %% @doc How many log dumps Mnesia's controller on this node has queued or
 %% running. Read from the controller's state: Mnesia has no call for it.
