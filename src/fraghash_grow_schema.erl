@@ -42,9 +42,6 @@
 %% `schema_wait_ms').
 -define(DUMPS_QUEUED, 2).
 -define(SCHEMA_WAIT_MS, 30000).
-%% How long a schema change waits at most, before it takes its locks, for
-%% the log dumps it asks for (`dump_first/0').
--define(DUMP_FIRST_MS, 10000).
 
 %% @doc The table's hash module, hash state and fragment count as Mnesia
 %% holds them on this node: `{Mod, State, N}'.
@@ -217,9 +214,6 @@ load_somewhere(Frag) ->
 %% instead of 1 s (docs/mnesia-growth-cost.md). The change waits for the
 %% drain under its locks, and gives up before its commit when the queue
 %% does not drain (`dumper_caught_up/2'): dirty writers take no lock.
-%% Before it takes any lock it has each dumper that keeps up with its
-%% writers dump the log (`dump_first/0'), so that under such a load the
-%% locks, and the writers they hold back, wait for one short dump at most.
 %% `mnesia_schema:schema_transaction/1' waits for its coordinator without
 %% a monitor, and when Mnesia stops under it (as a full disc makes it do)
 %% the coordinator can go without an answer. So the
@@ -236,7 +230,6 @@ transaction(Tab, Fun) ->
                   fun() ->
                           Deadline = erlang:monotonic_time(millisecond)
                               + application:get_env(fraghash, schema_wait_ms, ?SCHEMA_WAIT_MS),
-                          ok = dump_first(),
                           Change = fun() ->
                                            mnesia_schema:schema_transaction(
                                              fun() ->
@@ -303,24 +296,6 @@ dumper_caught_up(Tab, Deadline) ->
             timer:sleep(50),
             dumper_caught_up(Tab, Deadline)
     end.
-
-%% Before the change takes any lock: each running node whose dumper keeps
-%% up with its writers (at most ?DUMPS_QUEUED dumps queued) dumps its log
-%% now, and the change goes on once those dumps are done. The commit waits
-%% for the dump that runs when it begins, and the change's locks hold
-%% writers back meanwhile: begun just after a dump, it meets at most one
-%% of the writes made since, short. A node whose queue is longer (writers
-%% faster than its dumper, which Mnesia reports as overloaded) would serve
-%% the dump behind all of them: it is left alone, and the change's locks,
-%% which hold writers back, let its queue drain (`dumper_caught_up/2').
-%% A dump that fails (a full disc) is the commit's to report.
-dump_first() ->
-    Nodes = mnesia:system_info(running_db_nodes),
-    Keeping = [N || {N, {ok, Q}} <- lists:zip(Nodes, erpc:multicall(Nodes, ?MODULE, dumps_queued,
-                                                                    [], 5000)),
-                    Q =< ?DUMPS_QUEUED],
-    _ = erpc:multicall(Keeping, mnesia, dump_log, [], ?DUMP_FIRST_MS),
-    ok.
 
 %% @doc How many log dumps Mnesia's controller on this node has queued or
 %% running. Read from the controller's state: Mnesia has no call for it.
