@@ -152,32 +152,8 @@ racing_delete() ->
     {Mod, S, N} = fraghash_frag:hash(Tab),
     {S2, _, _} = Mod:add_frag(S),
     [K | _] = [K || K <- lists:seq(1, ?RECORDS), Mod:key_to_frag_number(S2, K) =:= N + 1],
-    Self = self(),
-    Writer = spawn_link(
-               fun() ->
-                       Result = mnesia:activity(
-                                  transaction,
-                                  fun() ->
-                                          %% The transaction exists (older than
-                                          %% the add's, holding no lock the
-                                          %% add needs); wait inside it.
-                                          _ = mnesia:read(safety_racing_aux, K, read),
-                                          Self ! {writer, started},
-                                          receive go -> ok after 20000 -> exit(no_go) end,
-                                          mnesia:delete({Tab, K})
-                                  end, [], mnesia_frag),
-                       Self ! {writer, Result}
-               end),
-    receive {writer, started} -> ok end,
-    ok = add_with_hook(Tab, fun(T, grow_switch_locked) when T =:= Tab ->
-                                    %% The switch holds its locks: let the
-                                    %% writer route and queue.
-                                    Writer ! go,
-                                    timer:sleep(300);
-                               (_, _) ->
-                                    ok
-                            end),
-    receive {writer, WriterResult} -> ?assertEqual(ok, WriterResult) end,
+    Writer = older_writer(safety_racing_aux, K, fun() -> mnesia:delete({Tab, K}) end),
+    ok = add_releasing(Tab, Writer),
     assert_gone(Tab, K).
 
 %% The routing race, then a later change of the same writer: its
@@ -333,21 +309,38 @@ bag_split_writer() ->
     {Mod, S, N} = fraghash_frag:hash(Tab),
     {S2, _, _} = Mod:add_frag(S),
     [K | _] = [K || K <- lists:seq(1, ?RECORDS), Mod:key_to_frag_number(S2, K) =:= N + 1],
+    Writer = older_writer(safety_bag_split_aux, K,
+                          fun() -> mnesia:delete({Tab, K}), mnesia:write({Tab, K, replaced}) end),
+    ok = add_releasing(Tab, Writer),
+    ?assertEqual([{Tab, K, replaced}],
+                 mnesia:activity(transaction, fun() -> mnesia:read({Tab, K}) end, [], mnesia_frag)),
+    ?assertEqual(0, fraghash_frag:stale_copies(Tab)).
+
+%% A writer that runs `Ops()' through `mnesia_frag' in a transaction begun
+%% now (reading `Aux', so that it is older than the add's switch and holds
+%% no lock the add needs) once it gets `go', and sends its answer as
+%% `{writer, Answer}'. Returns once the transaction has begun.
+older_writer(Aux, K, Ops) ->
     Self = self(),
     Writer = spawn_link(
                fun() ->
                        Result = mnesia:activity(
                                   transaction,
                                   fun() ->
-                                          _ = mnesia:read(safety_bag_split_aux, K, read),
+                                          _ = mnesia:read(Aux, K, read),
                                           Self ! {writer, started},
                                           receive go -> ok after 20000 -> exit(no_go) end,
-                                          mnesia:delete({Tab, K}),
-                                          mnesia:write({Tab, K, replaced})
+                                          Ops()
                                   end, [], mnesia_frag),
                        Self ! {writer, Result}
                end),
     receive {writer, started} -> ok end,
+    Writer.
+
+%% Adds a fragment to `Tab' and lets `Writer' (`older_writer/3') go while
+%% the switch holds its locks, so that it routes with the state from before
+%% the switch and queues for them; its transaction must commit.
+add_releasing(Tab, Writer) ->
     ok = add_with_hook(Tab, fun(T, grow_switch_locked) when T =:= Tab ->
                                     Writer ! go,
                                     timer:sleep(300);
@@ -355,9 +348,7 @@ bag_split_writer() ->
                                     ok
                             end),
     receive {writer, WriterResult} -> ?assertEqual(ok, WriterResult) end,
-    ?assertEqual([{Tab, K, replaced}],
-                 mnesia:activity(transaction, fun() -> mnesia:read({Tab, K}) end, [], mnesia_frag)),
-    ?assertEqual(0, fraghash_frag:stale_copies(Tab)).
+    ok.
 
 %% Adds a fragment to `Tab' with `Hook' as the step hook.
 add_with_hook(Tab, Hook) ->
