@@ -218,14 +218,8 @@ racing_writer(Tab, K) ->
     Self = self(),
     Writer = spawn_link(
                fun() ->
-                       Wrote = mnesia:activity(
-                                 transaction,
-                                 fun() ->
-                                         _ = mnesia:read(Aux, K, read),
-                                         Self ! {writer, started},
-                                         receive go -> ok after 20000 -> exit(no_go) end,
-                                         mnesia:write({Tab, K, racing})
-                                 end, [], mnesia_frag),
+                       Wrote = waiting_transaction(Self, Aux, K,
+                                                   fun() -> mnesia:write({Tab, K, racing}) end),
                        Deleted = mnesia:activity(transaction, fun() -> mnesia:delete({Tab, K}) end,
                                                  [], mnesia_frag),
                        receive {report_to, P} -> P ! {writer, {Wrote, Deleted}} end
@@ -324,18 +318,23 @@ older_writer(Aux, K, Ops) ->
     Self = self(),
     Writer = spawn_link(
                fun() ->
-                       Result = mnesia:activity(
-                                  transaction,
-                                  fun() ->
-                                          _ = mnesia:read(Aux, K, read),
-                                          Self ! {writer, started},
-                                          receive go -> ok after 20000 -> exit(no_go) end,
-                                          Ops()
-                                  end, [], mnesia_frag),
-                       Self ! {writer, Result}
+                       Self ! {writer, waiting_transaction(Self, Aux, K, Ops)}
                end),
     receive {writer, started} -> ok end,
     Writer.
+
+%% Runs `Ops()' through `mnesia_frag' in a transaction that first reads
+%% `Aux' (so that it exists, older than anything begun later, holding no
+%% lock of the table written), tells `Test' `{writer, started}', and waits
+%% for `go'. Returns the activity's answer.
+waiting_transaction(Test, Aux, K, Ops) ->
+    mnesia:activity(transaction,
+                    fun() ->
+                            _ = mnesia:read(Aux, K, read),
+                            Test ! {writer, started},
+                            receive go -> ok after 20000 -> exit(no_go) end,
+                            Ops()
+                    end, [], mnesia_frag).
 
 %% Adds a fragment to `Tab' and lets `Writer' (`older_writer/3') go while
 %% the switch holds its locks, so that it routes with the state from before
