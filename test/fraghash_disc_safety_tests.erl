@@ -39,8 +39,11 @@ disc_safety_test_() ->
                               "it deleted", fun racing_write_then_delete_del/0}},
                {timeout, ?T, {"a delete routed before the switch that asks for its lock "
                               "late stays deleted", fun late_lock_delete/0}},
-               {timeout, ?T, {"a bag writer whose delete routes before the switch and its "
-                              "write after it leaves one record", fun bag_split_writer/0}},
+               {timeout, ?T, {"a bag writer whose delete routes before an add's switch and "
+                              "its write after it leaves one record",
+                              fun() -> bag_split_writer(add) end}},
+               {timeout, ?T, {"the same across a del's switch",
+                              fun() -> bag_split_writer(del) end}},
                {timeout, ?T, {"a journal entry of a deleted or re-created table is dropped",
                               fun stale_journal/0}},
                {timeout, ?T, {"one fragment, plain and missing tables: answers with reasons",
@@ -153,7 +156,7 @@ racing_delete() ->
     {S2, _, _} = Mod:add_frag(S),
     [K | _] = [K || K <- lists:seq(1, ?RECORDS), Mod:key_to_frag_number(S2, K) =:= N + 1],
     Writer = older_writer(safety_racing_aux, K, fun() -> mnesia:delete({Tab, K}) end),
-    ok = add_releasing(Tab, Writer),
+    ok = releasing(Tab, add, Writer),
     assert_gone(Tab, K).
 
 %% The routing race, then a later change of the same writer: its
@@ -285,27 +288,32 @@ late_lock_delete() ->
     assert_gone(Tab, K).
 
 %% A writer replaces a bag key's record (a delete, then a write, as the
-%% torture's bag writer does) in a transaction begun before the add, so
-%% older than its switch: the delete routes with the state from before
-%% the switch and waits for the switch's lock on the donor; the switch
-%% commits; the write routes with the new state, into the new fragment,
-%% which holds the copy of the record the delete took from the donor. A
-%% bag's write adds a record, so the key had two there until cleaning
-%% applied the donor's change (the record gone) to the new fragment too.
-bag_split_writer() ->
-    Tab = safety_bag_split,
+%% torture's bag writer does) in a transaction begun before `Op' (an add or
+%% a del), so older than its switch: the delete routes with the state from
+%% before the switch and waits for the switch's lock on the fragment the
+%% key leaves; the switch commits; the write routes with the new state,
+%% into the fragment the key goes to, which holds the copy of the record
+%% the delete took. A bag's write adds a record, so the key had two there
+%% until cleaning applied both places' changes.
+bag_split_writer(Op) ->
+    Tab = list_to_atom("safety_bag_split_" ++ atom_to_list(Op)),
+    Aux = list_to_atom(atom_to_list(Tab) ++ "_aux"),
     {atomic, ok} = mnesia:create_table(
                      Tab, [{type, bag}, {attributes, [key, val]},
                            {frag_properties, [{n_fragments, 3}, {hash_module, mnesia_frag_slots},
                                               {node_pool, [node()]}, {n_disc_copies, 1}]}]),
     ok = fraghash_test_support:fill(Tab, lists:seq(1, ?RECORDS), fun(I) -> I * 7 end),
-    {atomic, ok} = mnesia:create_table(safety_bag_split_aux, [{attributes, [key, val]}]),
+    {atomic, ok} = mnesia:create_table(Aux, [{attributes, [key, val]}]),
     {Mod, S, N} = fraghash_frag:hash(Tab),
-    {S2, _, _} = Mod:add_frag(S),
-    [K | _] = [K || K <- lists:seq(1, ?RECORDS), Mod:key_to_frag_number(S2, K) =:= N + 1],
-    Writer = older_writer(safety_bag_split_aux, K,
+    %% A key that moves: into the new fragment, or out of the last one.
+    Moves = case Op of
+                add -> fun(K) -> Mod:key_to_frag_number(element(1, Mod:add_frag(S)), K) =:= N + 1 end;
+                del -> fun(K) -> Mod:key_to_frag_number(S, K) =:= N end
+            end,
+    [K | _] = lists:filter(Moves, lists:seq(1, ?RECORDS)),
+    Writer = older_writer(Aux, K,
                           fun() -> mnesia:delete({Tab, K}), mnesia:write({Tab, K, replaced}) end),
-    ok = add_releasing(Tab, Writer),
+    ok = releasing(Tab, Op, Writer),
     ?assertEqual([{Tab, K, replaced}],
                  mnesia:activity(transaction, fun() -> mnesia:read({Tab, K}) end, [], mnesia_frag)),
     ?assertEqual(0, fraghash_frag:stale_copies(Tab)).
@@ -336,16 +344,23 @@ waiting_transaction(Test, Aux, K, Ops) ->
                             Ops()
                     end, [], mnesia_frag).
 
-%% Adds a fragment to `Tab' and lets `Writer' (`older_writer/3') go while
-%% the switch holds its locks, so that it routes with the state from before
-%% the switch and queues for them; its transaction must commit.
-add_releasing(Tab, Writer) ->
-    ok = add_with_hook(Tab, fun(T, grow_switch_locked) when T =:= Tab ->
-                                    Writer ! go,
-                                    timer:sleep(300);
-                               (_, _) ->
-                                    ok
-                            end),
+%% Runs `Op' (`add' or `del') on `Tab' and lets `Writer' (`older_writer/3')
+%% go while the switch holds its locks, so that it routes with the state
+%% from before the switch and queues for them; its transaction must commit.
+releasing(Tab, Op, Writer) ->
+    Locked = case Op of
+                 add -> grow_switch_locked;
+                 del -> grow_del_switch_locked
+             end,
+    fraghash_frag:set_step_hook(fun(T, Step) when T =:= Tab, Step =:= Locked ->
+                                        Writer ! go,
+                                        timer:sleep(300);
+                                   (_, _) ->
+                                        ok
+                                end),
+    try ?assertEqual({atomic, ok}, run(Tab, Op))
+    after fraghash_frag:set_step_hook(undefined)
+    end,
     receive {writer, WriterResult} -> ?assertEqual(ok, WriterResult) end,
     ok.
 
