@@ -233,21 +233,16 @@ serialized(Tab, Fun) ->
                                      ok = fraghash_durable:check_log(),
                                      answer(Tab, Fun())
                                  catch
-                                     exit:{aborted, Reason}:Stack ->
-                                         %% Mnesia's own abort, or, once
-                                         %% Mnesia stopped under the
-                                         %% operation, its answer for a
-                                         %% table gone with it.
-                                         case mnesia:system_info(is_running) of
-                                             yes -> answer(Tab, {aborted, Reason});
-                                             _ -> {aborted, interrupted(Tab, Reason, Stack)}
-                                         end;
                                      exit:Reason:Stack ->
-                                         %% A call into Mnesia while it
-                                         %% stopped (a full disc stops it)
-                                         %% is answered; any other exit goes on.
-                                         case mnesia:system_info(is_running) of
-                                             yes -> erlang:raise(exit, Reason, Stack);
+                                         %% Mnesia's own abort is answered;
+                                         %% so is a call into Mnesia while
+                                         %% it stopped (a full disc stops
+                                         %% it), whatever it raised for a
+                                         %% table gone with it; any other
+                                         %% exit goes on.
+                                         case {mnesia:system_info(is_running), Reason} of
+                                             {yes, {aborted, _}} -> answer(Tab, Reason);
+                                             {yes, _} -> erlang:raise(exit, Reason, Stack);
                                              _ -> {aborted, interrupted(Tab, Reason, Stack)}
                                          end;
                                      error:Reason:Stack ->

@@ -275,7 +275,8 @@ settle(Where, {S, K}, Here, D, There, Copy, Changed) ->
     Place = maps:get(S, Where),
     Due = [R || R <- Here, Place(R) =:= D],
     Last = [R || R <- Copy, Place(R) =:= D],
-    Value = case mnesia:table_info(D, type) of
+    Type = mnesia:table_info(D, type),
+    Value = case Type of
                 bag -> ordsets:union(ordsets:subtract(Due, ordsets:subtract(Last, There)),
                                      ordsets:subtract(There, Last));
                 _ when Changed; There =/= Last -> There;
@@ -290,7 +291,7 @@ settle(Where, {S, K}, Here, D, There, Copy, Changed) ->
             %% A bag's records are replaced as a whole (bag fragments are
             %% never on a storage backend, so this commits whole); a set's
             %% one record is overwritten in place.
-            [ok = mnesia:delete(D, K, write) || mnesia:table_info(D, type) =:= bag],
+            [ok = mnesia:delete(D, K, write) || Type =:= bag],
             [ok = mnesia:write(D, R, write) || R <- Value],
             ok
     end.

@@ -67,23 +67,15 @@ run(Dir, Records, Modules, Reps, Storage) ->
                     V -> list_to_integer(V)
                 end,
     ok = application:set_env(mnesia, dump_log_write_threshold, Threshold),
-    %% FRAGHASH_BENCH_WRITE_RATE paces the writers to that many writes per
-    %% second in all (back to back when unset).
-    Rate = case os:getenv("FRAGHASH_BENCH_WRITE_RATE") of
-               false -> unpaced;
-               "" -> unpaced;
-               R -> list_to_integer(R)
-           end,
-    persistent_term:put({?MODULE, rate}, Rate),
     ok = mnesia:create_schema([node()]),
     ok = mnesia:start(),
     ok = fraghash_journal:ensure(),
     io:format("~n~s, ~s records, 50 -> 51 fragments, ~b writers (transactions~s) and "
               "1 reader (async_dirty) on random keys, dump_log_write_threshold ~b~n~n",
               [Storage, thousands(Records), ?WRITERS,
-               case Rate of
+               case write_rate() of
                    unpaced -> ", back to back";
-                   _ -> io_lib:format(", ~s writes/s in all", [thousands(Rate)])
+                   Rate -> io_lib:format(", ~s writes/s in all", [thousands(Rate)])
                end, Threshold]),
     io:format("| module | path | wall s | scanned | moved | writes during | write rate "
               "vs before | longest write ms | p99 write ms | reads | misses | failures |~n"
@@ -232,7 +224,7 @@ start_load(Tab, Records) ->
     Parent = self(),
     %% Each writer's pace: the microseconds between the starts of two of
     %% its writes (0: back to back).
-    Period = case persistent_term:get({?MODULE, rate}) of
+    Period = case write_rate() of
                  unpaced -> 0;
                  Rate -> ?WRITERS * 1000000 div Rate
              end,
@@ -240,6 +232,15 @@ start_load(Tab, Records) ->
                || I <- lists:seq(1, ?WRITERS)],
     Reader = spawn_link(fun() -> reader(Parent, Tab, Records, Stop, []) end),
     {Stop, Writers, Reader}.
+
+%% The writers' pace, writes per second in all, from
+%% FRAGHASH_BENCH_WRITE_RATE; `unpaced' (back to back) when it is unset.
+write_rate() ->
+    case os:getenv("FRAGHASH_BENCH_WRITE_RATE") of
+        false -> unpaced;
+        "" -> unpaced;
+        R -> list_to_integer(R)
+    end.
 
 %% Each writer keeps `{StartUs, EndUs, Outcome}' per write: `ok', or
 %% `failed' for a transaction that aborted. A paced writer begins a write
@@ -299,14 +300,15 @@ report(Mod, Path, Result, T0, T1, Scanned, Moved, Writes, Reads) ->
     Before = [W || {S, _, ok} = W <- Writes, S < T0, S >= T0 - ?BEFORE_MS * 1000],
     %% Writes that overlapped the operation: begun before its end, ended
     %% after its start.
-    During = [E - S || {S, E, _} <- Writes, S < T1, E > T0],
+    Overlapping = [{S, E} || {S, E, _} <- Writes, S < T1, E > T0],
+    During = [E - S || {S, E} <- Overlapping],
     Completed = length([E || {_, E, ok} <- Writes, E > T0, E =< T1]),
     WriteFailures = length([E || {S, E, failed} <- Writes, S < T1, E > T0]),
     Wall = (T1 - T0) / 1.0e6,
     RateBefore = length(Before) / (?BEFORE_MS / 1000),
     RateDuring = Completed / max(Wall, 1.0e-6),
     Sorted = lists:sort(During),
-    LongestAt = lists:sort([{S - T0, E - S} || {S, E, _} <- Writes, S < T1, E > T0, E - S > 200000]),
+    LongestAt = lists:sort([{S - T0, E - S} || {S, E} <- Overlapping, E - S > 200000]),
     io:format("<!-- writes over 200 ms (start s, ms): ~s -->~n",
               [lists:join(", ", [io_lib:format("~.2f ~b", [St / 1.0e6, D div 1000]) || {St, D} <- LongestAt])]),
     Longest = case Sorted of [] -> 0; _ -> lists:last(Sorted) end,
