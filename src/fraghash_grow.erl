@@ -163,10 +163,10 @@ copy_and_switch(Tab, #{n := N, parts := Parts} = Entry) ->
         ok = durable(Parts, N + 1),
         ok = fraghash_journal:write(Tab, Entry#{phase => switching, moved => Moved}),
         step(Tab, grow_switch),
-        Check = fraghash_grow_copy:last_copy(Tab, Entry, grow_switch_locked, Watcher, Where,
-                                             Moved, frags(Parts, new)),
-        Switched = fraghash_grow_schema:switch(Tab, changes(Parts, from, to),
-                                               Donors ++ frags(Parts, new), Check),
+        New = frags(Parts, new),
+        Check = fraghash_grow_copy:last_copy(Tab, grow_switch_locked, Watcher, Where, Moved, New),
+        Switched = fraghash_grow_schema:switch(Tab, changes(Parts, from, to), Donors ++ New,
+                                               Check),
         Dests = fraghash_grow_copy:dests_watch(),
         try Switched of
             {atomic, ok} ->
@@ -207,7 +207,7 @@ moving(Parts) ->
 %% watch holds by now (a commit's events reach it before its locks go);
 %% without it (recovery) the donors are read whole.
 clean(Tab, #{n := N, parts := Parts, moved := Moved} = Entry, Dests, Donors) ->
-    ok = fraghash_journal:write(Tab, Entry#{phase => cleaning}),
+    ok = fraghash_journal:write(Tab, maps:remove(moved, Entry#{phase => cleaning})),
     step(Tab, grow_clean),
     ok = fraghash_tab:transactions_ended(),
     {atomic, ok} = mnesia:transaction(

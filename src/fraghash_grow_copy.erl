@@ -20,7 +20,7 @@
 %% `bag' tables placed by a foreign key.
 -module(fraghash_grow_copy).
 
--export([copy/3, settle/3, last_copy/7, dests_watch/0, reconcile/6, not_done/2, touched/3]).
+-export([copy/3, settle/3, last_copy/6, dests_watch/0, reconcile/6, not_done/2, touched/3]).
 
 -import(fraghash_tab, [step/2, chunks/1, chunks/2]).
 
@@ -31,6 +31,9 @@
 %% keys (in their sources and destinations) for one transaction at a time.
 -define(RECONCILE_BATCH, 2000).
 -define(WATCH_MS, 60000).
+%% Keys of one table in one transaction from which the transaction locks
+%% the table whole (see lock_many/2).
+-define(WHOLE, 64).
 
 -type where() :: #{atom() => fun((tuple()) -> atom())}.
 -type moved() :: #{fraghash_grow_group:item() => [tuple()]}.
@@ -60,10 +63,13 @@ copy_batch(Where, Frags, Batch, Moved) ->
         fraghash_tab:fold_layouts(
           Frags,
           fun(Mine, Acc) ->
-                  Copied = [{I, Recs}
-                            || {S, K} = I <- Batch,
-                               Recs <- [moving(Where, I, mnesia:read(S, K, read))],
-                               put_copies(Where, I, Recs, maps:get(I, Acc, []), Mine)],
+                  ok = lock_many([S || {S, _K} <- Batch], read),
+                  Reads = [{I, moving(Where, I, mnesia:read(S, K, read))} || {S, K} = I <- Batch],
+                  ok = lock_many([D || {I, Recs} <- Reads,
+                                       D <- dests(Where, I, Recs, #{I => maps:get(I, Acc, [])}),
+                                       Mine(D)], write),
+                  Copied = [{I, Recs} || {I, Recs} <- Reads,
+                                         put_copies(Where, I, Recs, maps:get(I, Acc, []), Mine)],
                   maps:merge(Acc, maps:from_list(Copied))
           end, Moved),
     Moved2.
@@ -73,49 +79,47 @@ copy_batch(Where, Frags, Batch, Moved) ->
 %% none or 8 rounds are done.
 -spec settle(fraghash_frag_watch:watch(), where(), moved()) -> moved().
 settle(Watcher, Where, Moved) ->
-    settle(Watcher, Where, Moved, ?ROUNDS).
+    rounds(Watcher, Where, Moved, ?ROUNDS).
 
-settle(_Watcher, _Where, Moved, 0) ->
+rounds(_Watcher, _Where, Moved, 0) ->
     Moved;
-settle(Watcher, Where, Moved, Rounds) ->
+rounds(Watcher, Where, Moved, Rounds) ->
     case touched(Watcher, Where, Moved) of
         [] -> Moved;
-        Items -> settle(Watcher, Where, copy(Where, Items, Moved), Rounds - 1)
+        Items -> rounds(Watcher, Where, copy(Where, Items, Moved), Rounds - 1)
     end.
 
 %% @doc The check a switch runs under its locks, which hold writers off the
 %% fragments involved: the items they touched since the last round (all
-%% seen by then) are copied once more, after the journal entry `Entry'
-%% (phase `switching') names those copies. The copies are made by a
-%% `sync_dirty' activity of another process (no lock, and not a part of the
-%% schema change, which carries no record), and made durable before the
-%% switch can commit. Then the destination fragments `Dests' are watched
-%% for the caller (see {@link dests_watch/0}): from there on, and until
-%% the switch commits, no writer can change a moved key there (its
-%% writers route it to its source, whose locks the switch holds), so
+%% seen by then) are copied once more, after the journal (whose entry is
+%% in phase `switching', with `Moved') names those copies. The copies are
+%% made by a `sync_dirty' activity of another process (no lock, and not a
+%% part of the schema change, which carries no record), and made durable
+%% before the switch can commit. Then the destination fragments `Dests'
+%% are watched for the caller (see {@link dests_watch/0}): from there on,
+%% and until the switch commits, no writer can change a moved key there
+%% (its writers route it to its source, whose locks the switch holds), so
 %% whatever the watch sees of a moved key is a writer's change made after
-%% the switch.
--spec last_copy(atom(), map(), atom(), fraghash_frag_watch:watch(), where(), moved(),
-                [atom()]) -> fun(() -> ok).
-last_copy(Tab, Entry, Step, Watcher, Where, Moved, Dests) ->
+%% the switch. What it reads and writes is O(items touched), not
+%% O(`Moved'): the last copies go to a journal record of their own.
+-spec last_copy(atom(), atom(), fraghash_frag_watch:watch(), where(), moved(), [atom()]) ->
+          fun(() -> ok).
+last_copy(Tab, Step, Watcher, Where, Moved, Dests) ->
     Owner = self(),
     fun() ->
             step(Tab, Step),
             %% A schema change that runs again runs this again, and the
-            %% earlier tries' copies are in the journal entry only.
-            Before = case fraghash_journal:read(Tab) of
-                         #{moved := Journaled} -> maps:merge(Moved, Journaled);
-                         _ -> Moved
-                     end,
+            %% earlier tries' copies are in the journal only.
+            Earlier = fraghash_journal:last_copies(Tab),
+            Before = maps:merge(Moved, Earlier),
             case touched(Watcher, Where, Before) of
                 [] ->
                     ok;
                 Items ->
                     Planned = [{I, moving(Where, I, mnesia:dirty_read(S, K))}
                                || {S, K} = I <- Items],
-                    ok = fraghash_journal:write_from_other_process(
-                           Tab, Entry#{phase => switching,
-                                       moved => maps:merge(Before, maps:from_list(Planned))}),
+                    ok = fraghash_journal:write_last_copies(
+                           Tab, maps:merge(Earlier, maps:from_list(Planned))),
                     fix(Where, Planned, Before)
             end,
             Owner ! {?MODULE, dests_watch, fraghash_frag_watch:start_touched(Dests, Owner)},
@@ -221,7 +225,11 @@ done_with({done_to, Mark}) -> fun(I) -> I =< Mark end.
 leave_sources(Where, Frags, Items) ->
     lists:foreach(
       fun(Batch) ->
-              Leave = fun(Mine) -> [leave_source(Where, I) || {S, _K} = I <- Batch, Mine(S)] end,
+              Leave = fun(Mine) ->
+                              Mines = [I || {S, _K} = I <- Batch, Mine(S)],
+                              ok = lock_many([S || {S, _K} <- Mines], write),
+                              [leave_source(Where, I) || I <- Mines]
+                      end,
               {atomic, _} = fraghash_tab:by_layout(Frags, Leave),
               ok = fraghash_durable:tables(lists:usort([S || {S, _K} <- Batch]))
       end, chunks(Items, ?RECONCILE_BATCH)).
@@ -245,16 +253,38 @@ reconcile_batch(Tab, Where, Frags, Batch, Moved, DeleteOld, Dests) ->
 %% Gives each destination that `Mine' holds for, of each item of `Batch',
 %% its value (see reconcile/6). Every destination is read, write-locked,
 %% before the watch `Dests' is asked about them: a writer's commit to one
-%% reached the watch before the lock was granted.
+%% reached the watch before the lock was granted. The locks are the
+%% tables' (see lock_many/2).
 settle_dests(Where, Batch, Moved, Mine, Dests) ->
-    Read = [{I, Here, [{D, lists:sort(mnesia:read(D, K, write))}
-                       || D <- dests(Where, I, Here, Moved), Mine(D)]}
-            || {S, K} = I <- Batch, Here <- [moving(Where, I, mnesia:read(S, K, write))]],
+    ok = lock_many([S || {S, _K} <- Batch], write),
+    Heres = [{I, Here, [D || D <- dests(Where, I, Here, Moved), Mine(D)]}
+             || {S, K} = I <- Batch, Here <- [moving(Where, I, mnesia:read(S, K, write))]],
+    ok = lock_many([D || {_I, _Here, Ds} <- Heres, D <- Ds], write),
+    Read = [{I, Here, [{D, lists:sort(mnesia:read(D, K, write))} || D <- Ds]}
+            || {{_S, K} = I, Here, Ds} <- Heres],
     Changed = fraghash_frag_watch:touched(
                 Dests, [{D, K} || {{_S, K}, _Here, Theres} <- Read, {D, _} <- Theres], ?WATCH_MS),
     [settle(Where, I, Here, D, There, maps:get(I, Moved, []), lists:member({D, K}, Changed))
      || {{_S, K} = I, Here, Theres} <- Read, {D, There} <- Theres],
     ok.
+
+%% Locks whole (`Kind': read or write), in the caller's transaction, each
+%% table that `Tabs' names ?WHOLE times or more, once for each key the
+%% transaction reads or writes there. A transaction of the copy or of
+%% cleaning reads and writes hundreds or thousands of keys of a few
+%% fragments: one lock request for such a table, where one a key costs a
+%% round trip each to Mnesia's lock manager (on every node holding the
+%% table), about half the time of copying and cleaning at 1,000,000
+%% records. Writers of the table wait for the transaction then, a few tens
+%% of milliseconds at most. A table with fewer keys in the transaction (a
+%% del spreads its records over every fragment) keeps its keys' own
+%% locks, and its writers keep going.
+lock_many(Tabs, Kind) ->
+    Counts = lists:foldl(fun(T, Acc) -> maps:update_with(T, fun(C) -> C + 1 end, 1, Acc) end,
+                         #{}, Tabs),
+    maps:foreach(fun(T, C) when C >= ?WHOLE -> mnesia:lock({table, T}, Kind);
+                    (_T, _C) -> ok
+                 end, Counts).
 
 %% Gives destination `D' of item `I' its value from the source's records
 %% `Here' placed there (`Due'), what `D' holds (`There', sorted) and the

@@ -94,7 +94,7 @@ copy_and_switch(Tab, #{n := N, parts := Parts} = Entry) ->
         ok = durable(Parts, N),
         ok = fraghash_journal:write(Tab, Entry#{phase => switching, moved => Moved}),
         step(Tab, grow_del_switch),
-        Check = fraghash_grow_copy:last_copy(Tab, Entry, grow_del_switch_locked, Watcher, Where,
+        Check = fraghash_grow_copy:last_copy(Tab, grow_del_switch_locked, Watcher, Where,
                                              Moved, frags(Parts, dests)),
         Switched = fraghash_grow_schema:switch(Tab, changes(Parts, from, to),
                                                frags(Parts, dests) ++ Lasts, Check),
@@ -125,7 +125,7 @@ where(Parts) ->
 %% fragments after the switch (`Dests': the watch of the receiving
 %% fragments since the switch, `[]' in recovery), then drops them.
 clean_and_drop(Tab, #{n := N, parts := Parts, moved := Moved} = Entry, Dests) ->
-    ok = fraghash_journal:write(Tab, Entry#{phase => cleaning}),
+    ok = fraghash_journal:write(Tab, maps:remove(moved, Entry#{phase => cleaning})),
     step(Tab, grow_del_clean),
     Lasts = frags(Parts, last),
     %% Writers that routed with the old states have committed once the

@@ -8,10 +8,18 @@
 %% (`fraghash_durable'): when a function here returns, the entry is on disc
 %% there (Mnesia's durability line for `disc_copies'), so recovery on any
 %% of them sees it, and it survives a kill -9 of any of them from then on.
+%%
+%% An entry's moved records (its `moved' map: one record per key moved, so
+%% O(records moved), megabytes for a large add) are kept in a record of
+%% their own, under `{moved, Tab}', and the last copies a switch made
+%% under its locks in another, under `{last_copies, Tab}': a change of
+%% phase, and the switch's last copies, write what changed only, and the
+%% switch, which holds writers off while it runs, reads and writes
+%% O(records it copies), never the whole map.
 -module(fraghash_journal).
 
--export([ensure/0, write/2, read/1, delete/1, pending/0, write_from_other_process/2,
-         progress/1, write_progress/2]).
+-export([ensure/0, write/2, read/1, delete/1, pending/0, last_copies/1,
+         write_last_copies/2, progress/1, write_progress/2]).
 
 -define(TABLE, fraghash_journal).
 -define(WAIT_MS, 60000).
@@ -42,18 +50,50 @@ wait() ->
 %% @doc Writes the entry of `Tab', durably. The entry records the table's
 %% incarnation (its Mnesia cookie), so that it is never applied to a table
 %% of the same name created after this one was deleted (see {@link read/1}).
+%% An entry with a `moved' map replaces the moved records kept (and drops
+%% the last copies, which a later switch makes again); one without keeps
+%% those there.
 -spec write(atom(), map()) -> ok.
 write(Tab, Entry) ->
-    Stamped = Entry#{cookie => mnesia:table_info(Tab, cookie)},
-    {atomic, ok} = mnesia:sync_transaction(fun() -> mnesia:write({?TABLE, Tab, Stamped}) end),
+    Stamped = maps:remove(moved, Entry#{cookie => mnesia:table_info(Tab, cookie)}),
+    {atomic, ok} = mnesia:sync_transaction(
+                     fun() ->
+                             mnesia:write({?TABLE, Tab, Stamped}),
+                             case Entry of
+                                 #{moved := Moved} ->
+                                     mnesia:write({?TABLE, {moved, Tab}, Moved}),
+                                     mnesia:delete({?TABLE, {last_copies, Tab}});
+                                 _ ->
+                                     ok
+                             end
+                     end),
     fraghash_durable:tables([?TABLE]).
 
-%% @doc {@link write/2} run in a fresh process, for a caller that is itself
-%% inside a (schema) transaction: an ordinary transaction of its own, not a
-%% part of the caller's. Aborts the caller's transaction if it fails.
--spec write_from_other_process(atom(), map()) -> ok.
-write_from_other_process(Tab, Entry) ->
-    {Pid, Ref} = spawn_monitor(fun() -> exit({journal_written, write(Tab, Entry)}) end),
+%% @doc The last copies a switch of `Tab''s operation made under its locks
+%% (`#{}' when none): what an earlier try of the switch copied, when
+%% Mnesia runs its schema change again.
+-spec last_copies(atom()) -> map().
+last_copies(Tab) ->
+    case mnesia:dirty_read(?TABLE, {last_copies, Tab}) of
+        [{?TABLE, _, Copies}] -> Copies;
+        [] -> #{}
+    end.
+
+%% @doc Records, durably, the last copies of a switch (`Copies', added to
+%% the entry's moved records when it is read), from a fresh process: the
+%% caller is inside the switch's schema transaction, and this is an
+%% ordinary transaction of its own, not a part of it. Aborts the caller's
+%% transaction if it fails.
+-spec write_last_copies(atom(), map()) -> ok.
+write_last_copies(Tab, Copies) ->
+    Write = fun() ->
+                    {atomic, ok} = mnesia:sync_transaction(
+                                     fun() ->
+                                             mnesia:write({?TABLE, {last_copies, Tab}, Copies})
+                                     end),
+                    fraghash_durable:tables([?TABLE])
+            end,
+    {Pid, Ref} = spawn_monitor(fun() -> exit({journal_written, Write()}) end),
     receive
         {'DOWN', Ref, process, Pid, {journal_written, ok}} -> ok;
         {'DOWN', Ref, process, Pid, Other} ->
@@ -74,11 +114,18 @@ read(Tab) ->
         [{?TABLE, Tab, Entry}] ->
             Exists = lists:member(Tab, mnesia:system_info(tables)),
             case Exists andalso maps:get(cookie, Entry) =:= mnesia:table_info(Tab, cookie) of
-                true -> Entry;
+                true -> with_moved(Tab, Entry);
                 false -> stale
             end;
         [] ->
             none
+    end.
+
+%% The entry with its moved records, the last copies among them.
+with_moved(Tab, Entry) ->
+    case mnesia:dirty_read(?TABLE, {moved, Tab}) of
+        [{?TABLE, _, Moved}] -> Entry#{moved => maps:merge(Moved, last_copies(Tab))};
+        [] -> Entry
     end.
 
 %% @doc How far the cleaning of `Tab''s operation got: `{done_to, Key}'
@@ -99,13 +146,16 @@ progress(Tab) ->
 write_progress(Tab, Key) ->
     mnesia:write({?TABLE, {progress, Tab}, {done_to, Key}}).
 
-%% @doc Removes the entry of `Tab' and its progress mark, durably.
+%% @doc Removes the entry of `Tab', its moved records and its progress
+%% mark, durably.
 -spec delete(atom()) -> ok.
 delete(Tab) ->
-    {atomic, ok} = mnesia:sync_transaction(fun() ->
-                                              mnesia:delete({?TABLE, {progress, Tab}}),
-                                              mnesia:delete({?TABLE, Tab})
-                                      end),
+    {atomic, ok} = mnesia:sync_transaction(
+                     fun() ->
+                             [mnesia:delete({?TABLE, K})
+                              || K <- [{progress, Tab}, {last_copies, Tab}, {moved, Tab}, Tab]],
+                             ok
+                     end),
     fraghash_durable:tables([?TABLE]).
 
 %% @doc The tables that have an entry (an operation to finish or undo).
