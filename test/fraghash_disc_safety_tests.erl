@@ -44,6 +44,9 @@ disc_safety_test_() ->
                               fun() -> bag_split_writer(add) end}},
                {timeout, ?T, {"the same across a del's switch",
                               fun() -> bag_split_writer(del) end}},
+               {timeout, ?T, {"a key the switch copied last, then a writer that waited for "
+                              "the switch changed, keeps that change through recovery",
+                              fun last_copy_then_writer/0}},
                {timeout, ?T, {"a journal entry of a deleted or re-created table is dropped",
                               fun stale_journal/0}},
                {timeout, ?T, {"one fragment, plain and missing tables: answers with reasons",
@@ -315,6 +318,56 @@ bag_split_writer(Op) ->
                           fun() -> mnesia:delete({Tab, K}), mnesia:write({Tab, K, replaced}) end),
     ok = releasing(Tab, Op, Writer),
     ?assertEqual([{Tab, K, replaced}],
+                 mnesia:activity(transaction, fun() -> mnesia:read({Tab, K}) end, [], mnesia_frag)),
+    ?assertEqual(0, fraghash_frag:stale_copies(Tab)).
+
+%% A key written just before an add's switch (its copy rounds are done) is
+%% copied once more by the switch's check, under its locks: that last copy
+%% is journaled beside the moved records. A writer older than the switch
+%% then writes the key through the state from before it, waits for the
+%% switch's lock on the donor, and commits after the switch; the add dies
+%% there, before cleaning. Recovery must take the donor's value (the
+%% writer's, later than the copy): it tells so only from the copy being the
+%% last one made, which it knows from the journal's last copies. Without
+%% them it takes the copy for a writer's change since the switch, and the
+%% writer's acknowledged value is lost.
+last_copy_then_writer() ->
+    Tab = safety_last_copy,
+    ok = create(Tab, mnesia_frag_slots, n_disc_copies),
+    {atomic, ok} = mnesia:create_table(safety_last_copy_aux, [{attributes, [key, val]}]),
+    {Mod, S, N} = fraghash_frag:hash(Tab),
+    {S2, _, _} = Mod:add_frag(S),
+    [K | _] = [K || K <- lists:seq(1, ?RECORDS), Mod:key_to_frag_number(S2, K) =:= N + 1],
+    Write = fun(V) -> fun() -> mnesia:write({Tab, K, V}) end end,
+    Writer = older_writer(safety_last_copy_aux, K, Write(waited)),
+    fraghash_frag:set_step_hook(
+      fun(T, grow_switch) when T =:= Tab ->
+              %% A writer of its own: the operation's own writes are not
+              %% watched.
+              {P, R} = spawn_monitor(
+                         fun() ->
+                                 exit(mnesia:activity(transaction, Write(before_switch), [],
+                                                      mnesia_frag))
+                         end),
+              receive {'DOWN', R, process, P, Wrote} -> ok = Wrote end;
+         (T, grow_switch_locked) when T =:= Tab ->
+              Writer ! go,
+              timer:sleep(300);
+         (T, grow_switched) when T =:= Tab ->
+              exit(interrupted);
+         (_, _) ->
+              ok
+      end),
+    {Pid, Ref} = spawn_monitor(fun() -> fraghash_frag:add_frag(Tab, [node()]) end),
+    receive {'DOWN', Ref, process, Pid, Why} -> ?assertEqual(interrupted, Why) end,
+    fraghash_frag:set_step_hook(undefined),
+    %% The writer committed (after the switch): its answer is in.
+    receive {writer, WriterResult} -> ?assertEqual(ok, WriterResult) end,
+    %% The switch's check copied the key once more, and journaled it.
+    ?assertEqual([K], [Key || {_Frag, Key} <- maps:keys(fraghash_journal:last_copies(Tab))]),
+    ok = fraghash_frag:recover(),
+    ?assertEqual({Mod, S2, N + 1}, fraghash_frag:hash(Tab)),
+    ?assertEqual([{Tab, K, waited}],
                  mnesia:activity(transaction, fun() -> mnesia:read({Tab, K}) end, [], mnesia_frag)),
     ?assertEqual(0, fraghash_frag:stale_copies(Tab)).
 
