@@ -153,11 +153,7 @@ relieve() ->
 %% The delete is acknowledged, so the key must stay deleted.
 racing_delete() ->
     Tab = safety_racing_delete,
-    ok = create(Tab, mnesia_frag_slots, n_disc_copies),
-    {atomic, ok} = mnesia:create_table(safety_racing_aux, [{attributes, [key, val]}]),
-    {Mod, S, N} = fraghash_frag:hash(Tab),
-    {S2, _, _} = Mod:add_frag(S),
-    [K | _] = [K || K <- lists:seq(1, ?RECORDS), Mod:key_to_frag_number(S2, K) =:= N + 1],
+    {_Mod, _S, _S2, _N, K} = key_an_add_moves(Tab, safety_racing_aux),
     Writer = older_writer(safety_racing_aux, K, fun() -> mnesia:delete({Tab, K}) end),
     ok = releasing(Tab, add, Writer),
     assert_gone(Tab, K).
@@ -264,11 +260,7 @@ racing_hook(Tab, Writer, Locked, Switched, Stop) ->
 %% donor.
 late_lock_delete() ->
     Tab = safety_late_lock,
-    ok = create(Tab, mnesia_frag_slots, n_disc_copies),
-    {atomic, ok} = mnesia:create_table(safety_late_lock_aux, [{attributes, [key, val]}]),
-    {Mod, S, N} = fraghash_frag:hash(Tab),
-    {S2, _, _} = Mod:add_frag(S),
-    [K | _] = [K || K <- lists:seq(1, ?RECORDS), Mod:key_to_frag_number(S2, K) =:= N + 1],
+    {Mod, S, _S2, _N, K} = key_an_add_moves(Tab, safety_late_lock_aux),
     Donor = fraghash_frag:frag_name(Tab, Mod:key_to_frag_number(S, K)),
     Self = self(),
     Writer = spawn_link(
@@ -333,11 +325,7 @@ bag_split_writer(Op) ->
 %% writer's acknowledged value is lost.
 last_copy_then_writer() ->
     Tab = safety_last_copy,
-    ok = create(Tab, mnesia_frag_slots, n_disc_copies),
-    {atomic, ok} = mnesia:create_table(safety_last_copy_aux, [{attributes, [key, val]}]),
-    {Mod, S, N} = fraghash_frag:hash(Tab),
-    {S2, _, _} = Mod:add_frag(S),
-    [K | _] = [K || K <- lists:seq(1, ?RECORDS), Mod:key_to_frag_number(S2, K) =:= N + 1],
+    {Mod, _S, S2, N, K} = key_an_add_moves(Tab, safety_last_copy_aux),
     Write = fun(V) -> fun() -> mnesia:write({Tab, K, V}) end end,
     Writer = older_writer(safety_last_copy_aux, K, Write(waited)),
     fraghash_frag:set_step_hook(
@@ -370,6 +358,18 @@ last_copy_then_writer() ->
     ?assertEqual([{Tab, K, waited}],
                  mnesia:activity(transaction, fun() -> mnesia:read({Tab, K}) end, [], mnesia_frag)),
     ?assertEqual(0, fraghash_frag:stale_copies(Tab)).
+
+%% Creates `Tab' (`mnesia_frag_slots', three `disc_copies' fragments,
+%% filled) and a plain table `Aux' for an older writer; returns the hash
+%% module, the state, the state after an add, the fragment count, and a
+%% key of the table that the add moves into the new fragment.
+key_an_add_moves(Tab, Aux) ->
+    ok = create(Tab, mnesia_frag_slots, n_disc_copies),
+    {atomic, ok} = mnesia:create_table(Aux, [{attributes, [key, val]}]),
+    {Mod, S, N} = fraghash_frag:hash(Tab),
+    {S2, _, _} = Mod:add_frag(S),
+    [K | _] = [K || K <- lists:seq(1, ?RECORDS), Mod:key_to_frag_number(S2, K) =:= N + 1],
+    {Mod, S, S2, N, K}.
 
 %% A writer that runs `Ops()' through `mnesia_frag' in a transaction begun
 %% now (reading `Aux', so that it is older than the add's switch and holds
