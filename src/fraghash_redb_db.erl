@@ -49,7 +49,8 @@
 -behaviour(gen_server).
 
 -export([ensure_started/0, stop/0, handle/0, is_open/0, path/0, write/1, update_counter/4,
-         add_aliases/1, remove_aliases/1, max_group/0, stats/0, check_file/1]).
+         add_aliases/1, remove_aliases/1, max_group/0, stats/0, check_file/1,
+         default_cache_bytes/0]).
 -export([start_link/1]).
 -export([init/1, handle_call/3, handle_cast/2, handle_info/2, terminate/2]).
 
@@ -58,6 +59,9 @@
 %% Callers grouped into one transaction at most; bounds the latency a
 %% caller waiting in a full group adds to the others.
 -define(MAX_GROUP, 512).
+%% The bounds of redb's page cache by default (default_cache_bytes/0).
+-define(MIN_CACHE, 64 bsl 20).
+-define(MAX_CACHE, 1 bsl 30).
 
 %% calls: write calls answered; commits: redb transactions they took;
 %% durability: how a group commits (logged | immediate); sync_timer: the
@@ -171,6 +175,25 @@ stats() ->
 %% @doc The most callers one group commit takes.
 max_group() -> ?MAX_GROUP.
 
+%% @doc redb's page cache when `redb_cache_bytes' is not set: an eighth of
+%% the machine's memory (`MemTotal' in `/proc/meminfo'), at least 64 MiB
+%% (where the machine's memory cannot be read, too) and at most 1 GiB,
+%% redb's own default. It is a ceiling, not a reservation: the node's
+%% resident memory grows with the pages read, up to it.
+-spec default_cache_bytes() -> pos_integer().
+default_cache_bytes() ->
+    Eighth = case file:read_file("/proc/meminfo") of
+                 {ok, Info} ->
+                     case re:run(Info, "MemTotal:\\s+(\\d+) kB",
+                                 [{capture, all_but_first, list}]) of
+                         {match, [Kb]} -> list_to_integer(Kb) * 1024 div 8;
+                         nomatch -> 0
+                     end;
+                 {error, _} ->
+                     0
+             end,
+    min(max(Eighth, ?MIN_CACHE), ?MAX_CACHE).
+
 %%% gen_server
 
 %% @private
@@ -182,7 +205,7 @@ init(Path) ->
     process_flag(trap_exit, true),
     ok = filelib:ensure_dir(Path),
     %% redb's page cache: reads stay at memory speed while the file fits.
-    Cache = application:get_env(fraghash, redb_cache_bytes, 64 bsl 20),
+    Cache = application:get_env(fraghash, redb_cache_bytes, default_cache_bytes()),
     case durability() of
         {error, Text} -> {stop, {fraghash_redb, bad_config, Path, Text}};
         Durability -> open(Path, Cache, Durability)

@@ -37,8 +37,8 @@
 #                                       CI)
 # Environment: scripts/build-nif.sh's variables; for redb,
 # FRAGHASH_REDB_BENCH_STORAGE (comma-separated storage types, default all
-# three) and FRAGHASH_REDB_CACHE_BYTES (redb's page cache, default
-# 64 MiB); for growth, FRAGHASH_BENCH_DUMP_THRESHOLD (Mnesia's
+# three) and FRAGHASH_REDB_CACHE_BYTES (redb's page cache, default an
+# eighth of the machine's memory, 64 MiB to 1 GiB); for growth, FRAGHASH_BENCH_DUMP_THRESHOLD (Mnesia's
 # dump_log_write_threshold, default 1000) and FRAGHASH_BENCH_WRITE_RATE
 # (the writers' pace, writes/s in all; back to back by default). The tables live in TMPDIR
 # (default /tmp): the figures are that file system's.
