@@ -173,7 +173,10 @@ reused_number() ->
 deleted_while_copying() ->
     #{a := A, b := B} = pair("copying_" ++ os:getpid(), []),
     Tab = two_copying,
-    Records = 8000,
+    %% An add long enough for the writer to delete dozens of keys while
+    %% it copies: the copy locks the donor whole, batch by batch, so the
+    %% writer's deletes land between its transactions (74 to 122 here).
+    Records = 32000,
     ok = frag_table(A, B, Tab, mnesia_frag_hash, 1, Records),
     {Mod, S, N} = rpc:call(A, fraghash_frag, hash, [Tab]),
     %% The donor (fragment 1, `mnesia_frag_hash''s next to split) on X, the
