@@ -207,7 +207,7 @@ moving(Parts) ->
 %% watch holds by now (a commit's events reach it before its locks go);
 %% without it (recovery) the donors are read whole.
 clean(Tab, #{n := N, parts := Parts, moved := Moved} = Entry, Dests, Donors) ->
-    ok = fraghash_journal:write(Tab, maps:remove(moved, Entry#{phase => cleaning})),
+    ok = fraghash_journal:set_phase(Tab, Entry, cleaning),
     step(Tab, grow_clean),
     ok = fraghash_tab:transactions_ended(),
     {atomic, ok} = mnesia:transaction(

@@ -64,12 +64,12 @@ copy_batch(Where, Frags, Batch, Moved) ->
           Frags,
           fun(Mine, Acc) ->
                   ok = lock_many([S || {S, _K} <- Batch], read),
-                  Reads = [{I, moving(Where, I, mnesia:read(S, K, read))} || {S, K} = I <- Batch],
-                  ok = lock_many([D || {I, Recs} <- Reads,
-                                       D <- dests(Where, I, Recs, #{I => maps:get(I, Acc, [])}),
-                                       Mine(D)], write),
-                  Copied = [{I, Recs} || {I, Recs} <- Reads,
-                                         put_copies(Where, I, Recs, maps:get(I, Acc, []), Mine)],
+                  Reads = [{I, Recs, dests(Where, I, Recs, Acc)}
+                           || {S, K} = I <- Batch,
+                              Recs <- [moving(Where, I, mnesia:read(S, K, read))]],
+                  ok = lock_many([D || {_I, _Recs, Ds} <- Reads, D <- Ds, Mine(D)], write),
+                  Copied = [{I, Recs} || {I, Recs, Ds} <- Reads,
+                                         put_copies(Where, I, Recs, Ds, Mine)],
                   maps:merge(Acc, maps:from_list(Copied))
           end, Moved),
     Moved2.
@@ -155,7 +155,8 @@ fix(Where, Planned, Moved) ->
                            ok = mnesia:activity(
                                   sync_dirty,
                                   fun() ->
-                                          [put_copies(Where, I, Recs, maps:get(I, Moved, []),
+                                          [put_copies(Where, I, Recs,
+                                                      dests(Where, I, Recs, Moved),
                                                       fun(_) -> true end)
                                            || {I, Recs} <- Planned],
                                           ok
@@ -358,13 +359,13 @@ dests(Where, {S, _K} = I, Recs, Moved) ->
     lists:usort([Place(R) || R <- Recs ++ maps:get(I, Moved, [])]).
 
 %% Writes item `I''s moving records `Recs' where they go, in those of its
-%% destinations that `Mine' holds for, replacing what its earlier copy
-%% `Prev' left there (nothing else is there under the key), in the
-%% caller's activity. True when this made the item's copy: it wrote one of
-%% its destinations, or it has none.
-put_copies(Where, {S, K} = I, Recs, Prev, Mine) ->
+%% destinations `Dests' (see dests/4: where they go, and where its earlier
+%% copy is) that `Mine' holds for, replacing what that copy left there
+%% (nothing else is there under the key), in the caller's activity. True
+%% when this made the item's copy: it wrote one of its destinations, or it
+%% has none.
+put_copies(Where, {S, K}, Recs, Dests, Mine) ->
     Place = maps:get(S, Where),
-    Dests = dests(Where, I, Recs, #{I => Prev}),
     Written = [begin
                    ok = mnesia:delete(D, K, write),
                    [ok = mnesia:write(D, R, write) || R <- Recs, Place(R) =:= D],

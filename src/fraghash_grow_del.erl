@@ -125,7 +125,7 @@ where(Parts) ->
 %% fragments after the switch (`Dests': the watch of the receiving
 %% fragments since the switch, `[]' in recovery), then drops them.
 clean_and_drop(Tab, #{n := N, parts := Parts, moved := Moved} = Entry, Dests) ->
-    ok = fraghash_journal:write(Tab, maps:remove(moved, Entry#{phase => cleaning})),
+    ok = fraghash_journal:set_phase(Tab, Entry, cleaning),
     step(Tab, grow_del_clean),
     Lasts = frags(Parts, last),
     %% Writers that routed with the old states have committed once the

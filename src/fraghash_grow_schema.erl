@@ -281,11 +281,7 @@ transaction(Tab, Fun) ->
 %% that does not drain by `Deadline' aborts the change with `{fraghash,
 %% overloaded, Text}', before its commit began.
 dumper_caught_up(Tab, Deadline) ->
-    Nodes = mnesia:system_info(running_db_nodes),
-    Queued = [{N, Q} || {N, {ok, Q}} <- lists:zip(Nodes, erpc:multicall(Nodes, ?MODULE,
-                                                                         dumps_queued, [],
-                                                                         5000)),
-                        Q > ?DUMPS_QUEUED],
+    Queued = [{N, Q} || {N, Q} <- queued(), Q > ?DUMPS_QUEUED],
     case {Queued, erlang:monotonic_time(millisecond) >= Deadline} of
         {[], _} ->
             ok;
@@ -313,12 +309,17 @@ dumper_caught_up(Tab, Deadline) ->
 %% dumper with more queued is behind its writers, and the locks are what
 %% lets it catch up (`dumper_caught_up/2'): the change goes on at once.
 dump_done(Deadline) ->
-    Nodes = mnesia:system_info(running_db_nodes),
-    Queued = [Q || {ok, Q} <- erpc:multicall(Nodes, ?MODULE, dumps_queued, [], 5000)],
-    case lists:max([0 | Queued]) =:= 1 andalso erlang:monotonic_time(millisecond) < Deadline of
+    case lists:max([0 | [Q || {_N, Q} <- queued()]]) =:= 1 andalso erlang:monotonic_time(millisecond) < Deadline of
         true -> timer:sleep(5), dump_done(Deadline);
         false -> ok
     end.
+
+%% `{Node, Dumps}' for each running node that answered: how many log dumps
+%% its dumper has queued or running (`dumps_queued/0').
+queued() ->
+    Nodes = mnesia:system_info(running_db_nodes),
+    [{N, Q} || {N, {ok, Q}} <- lists:zip(Nodes, erpc:multicall(Nodes, ?MODULE, dumps_queued, [],
+                                                                5000))].
 
 %% @doc How many log dumps Mnesia's controller on this node has queued or
 %% running. Read from the controller's state: Mnesia has no call for it.

@@ -18,7 +18,7 @@
 %% O(records it copies), never the whole map.
 -module(fraghash_journal).
 
--export([ensure/0, write/2, read/1, delete/1, pending/0, last_copies/1,
+-export([ensure/0, write/2, set_phase/3, read/1, delete/1, pending/0, last_copies/1,
          write_last_copies/2, progress/1, write_progress/2]).
 
 -define(TABLE, fraghash_journal).
@@ -68,6 +68,13 @@ write(Tab, Entry) ->
                              end
                      end),
     fraghash_durable:tables([?TABLE]).
+
+%% @doc Writes `Entry' (as {@link read/1} gave it) in phase `Phase',
+%% durably, keeping the moved records and last copies kept beside it as
+%% they are: a change of phase does not rewrite them.
+-spec set_phase(atom(), map(), atom()) -> ok.
+set_phase(Tab, Entry, Phase) ->
+    write(Tab, maps:remove(moved, Entry#{phase => Phase})).
 
 %% @doc The last copies a switch of `Tab''s operation made under its locks
 %% (`#{}' when none): what an earlier try of the switch copied, when
