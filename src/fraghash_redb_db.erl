@@ -22,12 +22,14 @@
 %% <ul>
 %% <li>`logged' (the default): appended to the database's log file
 %% (`fraghash.redb.log', one write to the operating system, no sync) and
-%% committed to redb without a sync. A write that returned survives the
-%% death of the VM (kill -9 included): the next open replays what redb
-%% lost. The writes since the last sync can be lost to a crash of the
-%% operating system or a power cut; this process syncs (redb commit with
-%% a sync, log emptied) `redb_sync_ms' (default 1000) milliseconds after
-%% the first write since the last sync, and {@link fraghash_redb_copies:sync/0}
+%% applied to the database's memtable, where reads see it. A write that
+%% returned survives the death of the VM (kill -9 included): the next open
+%% replays the log. A flush commits the memtable to redb with a sync, in a
+%% process of its own while writes go on, as soon as the memtable passes
+%% `redb_memtable_bytes' (default 8 MiB) and otherwise `redb_sync_ms'
+%% (default 1000) milliseconds after the first write since the last flush
+%% began; the writes since the last flush can be lost to a crash of the
+%% operating system or a power cut. {@link fraghash_redb_copies:sync/0}
 %% syncs at once.</li>
 %% <li>`immediate': each group is synced before its callers are answered:
 %% a write that returned survives a power cut too. One caller alone pays
@@ -62,12 +64,17 @@
 %% The bounds of redb's page cache by default (default_cache_bytes/0).
 -define(MIN_CACHE, 64 bsl 20).
 -define(MAX_CACHE, 1 bsl 30).
+%% The memtable's size past which it is flushed at once (else within
+%% redb_sync_ms).
+-define(MEMTABLE_BYTES, 8 bsl 20).
 
-%% calls: write calls answered; commits: redb transactions they took;
+%% calls: write calls answered; commits: the database writes they took;
 %% durability: how a group commits (logged | immediate); sync_timer: the
-%% timer of the sync due for logged writes since the last one, if any.
+%% timer of the flush due for logged writes since the last one, if any;
+%% dirty: whether a write came since the last flush began; flusher: the
+%% process flushing the memtable, if one is.
 -record(st, {db, path, aliases = [], calls = 0, commits = 0, durability = logged,
-             sync_timer = none}).
+             sync_timer = none, dirty = false, flusher = none}).
 
 %%% API
 
@@ -205,14 +212,17 @@ init(Path) ->
     process_flag(trap_exit, true),
     ok = filelib:ensure_dir(Path),
     %% redb's page cache: reads stay at memory speed while the file fits.
-    Cache = application:get_env(fraghash, redb_cache_bytes, default_cache_bytes()),
+    Opts = #{cache_bytes => application:get_env(fraghash, redb_cache_bytes,
+                                                default_cache_bytes()),
+             memtable_bytes => application:get_env(fraghash, redb_memtable_bytes,
+                                                   ?MEMTABLE_BYTES)},
     case durability() of
         {error, Text} -> {stop, {fraghash_redb, bad_config, Path, Text}};
-        Durability -> open(Path, Cache, Durability)
+        Durability -> open(Path, Opts, Durability)
     end.
 
-open(Path, Cache, Durability) ->
-    case fraghash_redb_nif:open(unicode:characters_to_binary(Path), #{cache_bytes => Cache}) of
+open(Path, Opts, Durability) ->
+    case fraghash_redb_nif:open(unicode:characters_to_binary(Path), Opts) of
         {ok, Db} ->
             %% Tables whose log replay is under way (see
             %% fraghash_redb_copies:load_table/4): owned here, so it lives
@@ -228,11 +238,11 @@ open(Path, Cache, Durability) ->
 handle_call({write, Ops}, From, #st{db = Db, calls = C, commits = K, durability = D} = S) ->
     Group = [{From, Ops} | drain(?MAX_GROUP - 1)],
     Commits = commit_group(Db, D, Group),
-    {noreply, sync_later(S#st{calls = C + length(Group), commits = K + Commits})};
+    {noreply, written(S#st{calls = C + length(Group), commits = K + Commits})};
 handle_call(stats, _From, #st{calls = C, commits = K} = S) ->
     {reply, #{calls => C, commits => K}, S};
 handle_call({update_counter, Name, KeyBin, Incr, Pos}, _From, #st{db = Db, durability = D} = S) ->
-    {reply, counter(Db, D, Name, KeyBin, Incr, Pos), sync_later(S)};
+    {reply, counter(Db, D, Name, KeyBin, Incr, Pos), written(S)};
 handle_call({add_aliases, As}, _From, #st{aliases = Old} = S) ->
     New = lists:usort(Old ++ As),
     {reply, New, S#st{aliases = New}};
@@ -245,14 +255,25 @@ handle_cast(_Msg, S) ->
     {noreply, S}.
 
 %% @private
-handle_info(sync, #st{db = Db, path = Path} = S) ->
-    case fraghash_redb_nif:sync(Db) of
-        ok -> ok;
-        %% The writes stay in the log, which the next open replays; the
-        %% next sync (the next write arms one) tries again.
-        {error, Why} -> logger:error("redb_copies: could not sync ~ts: ~0tp", [Path, Why])
-    end,
-    {noreply, S#st{sync_timer = none}};
+handle_info(sync, #st{dirty = Dirty} = S0) ->
+    S = S0#st{sync_timer = none},
+    {noreply, case Dirty of
+                  true -> flush(S);
+                  false -> S
+              end};
+handle_info({'DOWN', _, process, Pid, Result}, #st{flusher = Pid, path = Path} = S0) ->
+    S = S0#st{flusher = none},
+    Again = case Result of
+                {flushed, Done} when is_boolean(Done) ->
+                    S;
+                %% The memtable stays as it was (frozen, read as before) and
+                %% its writes in the log, which the next open replays; the
+                %% next flush commits it again.
+                Why ->
+                    logger:error("redb_copies: could not flush ~ts: ~0tp", [Path, Why]),
+                    S#st{dirty = true}
+            end,
+    {noreply, sync_later(Again)};
 handle_info(_Msg, S) ->
     {noreply, S}.
 
@@ -275,11 +296,29 @@ durability() ->
                                     "set it to logged or immediate", [Other]))}
     end.
 
-%% Arms the sync of logged writes, unless one is due already.
-sync_later(#st{durability = logged, sync_timer = none} = S) ->
+%% After a write: the memtable is flushed at once when it has grown past
+%% its size, and within redb_sync_ms otherwise.
+written(#st{db = Db} = S0) ->
+    S = sync_later(S0#st{dirty = true}),
+    case fraghash_redb_nif:wants_flush(Db) of
+        true -> flush(S);
+        false -> S
+    end.
+
+%% Arms the flush of logged writes, unless one is due already.
+sync_later(#st{durability = logged, sync_timer = none, dirty = true} = S) ->
     Ms = application:get_env(fraghash, redb_sync_ms, 1000),
     S#st{sync_timer = erlang:send_after(Ms, self(), sync)};
 sync_later(S) ->
+    S.
+
+%% Flushes the memtable in a process of its own (the NIF runs on a dirty
+%% I/O scheduler while writes go on here), unless one is flushing already;
+%% its end is the 'DOWN' message above.
+flush(#st{flusher = none, db = Db} = S) ->
+    {Pid, _} = spawn_monitor(fun() -> exit({flushed, fraghash_redb_nif:flush(Db)}) end),
+    S#st{flusher = Pid, dirty = false};
+flush(S) ->
     S.
 
 %% Every write call already queued, oldest first, at most N.

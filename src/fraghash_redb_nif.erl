@@ -26,7 +26,7 @@
 
 -export([order_key/1, order_key_etf/1, order_key_etf_dirty/1]).
 -export([open/2, close/1, create_table/3, delete_table/2, tables/1,
-         write/3, sync/1, get/3, first/2, last/2, next/3, prev/3,
+         write/3, sync/1, flush/1, wants_flush/1, get/3, first/2, last/2, next/3, prev/3,
          chunk/5, records/5, size/2, stored_bytes/2]).
 -export([load_status/0]).
 
@@ -97,9 +97,13 @@ order_key_etf_dirty(_Etf) -> ?NIF.
 
 %% @doc Opens the database in file `Path', creating it unless `Opts' says
 %% `create => false'. `Opts' may also hold `cache_bytes' (redb's cache,
-%% default 64 MiB) and `verify' (check every page on open; default false).
+%% default 64 MiB), `verify' (check every page on open; default false)
+%% and `memtable_bytes' (the memtable's size past which {@link
+%% wants_flush/1} says `true'; a write finding four times as much flushes
+%% first; default 8 MiB).
 -spec open(binary(), #{create => boolean(), cache_bytes => non_neg_integer(),
-                       verify => boolean()}) -> {ok, db()} | error().
+                       verify => boolean(), memtable_bytes => non_neg_integer()}) ->
+          {ok, db()} | error().
 open(_Path, _Opts) -> ?NIF.
 
 %% @doc Closes the database (`ok' if already closed). A database that is
@@ -119,18 +123,30 @@ delete_table(_Db, _Name) -> ?NIF.
 -spec tables(db()) -> {ok, [{binary(), binary()}]} | error().
 tables(_Db) -> ?NIF.
 
-%% @doc Applies `Ops' in order in one transaction: all or none. With
-%% `immediate' the batch is synced on return; with `logged' it is in the
-%% database's log file on return (it survives the death of the VM, and is
-%% synced with the next `immediate' batch or {@link sync/1}); with
-%% `deferred' it is visible at once and on disc after the next `immediate'
-%% batch or {@link sync/1}.
+%% @doc Applies `Ops' in order as one batch: all or none. With
+%% `immediate' the batch (with every one before it) is synced on return;
+%% with `logged' it is in the memtable and the database's log file on
+%% return (it survives the death of the VM, and is synced by the next
+%% {@link flush/1}, `immediate' batch or {@link sync/1}); with `deferred'
+%% it is in the memtable only: visible at once, on disc after the next of
+%% those.
 -spec write(db(), [op()], immediate | logged | deferred) -> ok | error().
 write(_Db, _Ops, _Durability) -> ?NIF.
 
 %% @doc Syncs every batch written so far, and empties the log.
 -spec sync(db()) -> ok | error().
 sync(_Db) -> ?NIF.
+
+%% @doc Commits the memtable to redb in one synced transaction while
+%% writes go on: `true' when it did, `false' when there was nothing to
+%% flush or another flush was under way.
+-spec flush(db()) -> boolean() | error().
+flush(_Db) -> ?NIF.
+
+%% @doc Whether the memtable has grown past its size (`memtable_bytes'):
+%% time for a {@link flush/1}. Runs on the calling scheduler.
+-spec wants_flush(db()) -> boolean().
+wants_flush(_Db) -> ?NIF.
 
 %% @doc The value under `Key' in table `Tab'.
 -spec get(db(), binary(), binary()) -> {ok, binary()} | not_found | error().

@@ -12,6 +12,8 @@
 //! | `tables(Db)` | dirty I/O | `{ok, [{Name, Props}]}` |
 //! | `write(Db, Ops, Durability)` | dirty I/O | `ok` |
 //! | `sync(Db)` | dirty I/O | `ok` |
+//! | `flush(Db)` | dirty I/O | `true` or `false` |
+//! | `wants_flush(Db)` | normal (reads one figure) | `true` or `false` |
 //! | `get(Db, Tab, Key)` | dirty I/O | `{ok, Value}` or `not_found` |
 //! | `first(Db, Tab)`, `last(Db, Tab)` | dirty I/O | `{ok, Key, Value}` or `'$end_of_table'` |
 //! | `next(Db, Tab, Key)`, `prev(Db, Tab, Key)` | dirty I/O | the same |
@@ -21,7 +23,8 @@
 //!
 //! `Path`, `Name`, `Tab`, `Key`, `Value` and `Props` are binaries (keys are
 //! order keys, values any bytes). `Opts` is a map with optional `create`
-//! (boolean), `cache_bytes` (integer) and `verify` (boolean). `Ops` is a
+//! (boolean), `cache_bytes` (integer), `verify` (boolean) and
+//! `memtable_bytes` (integer). `Ops` is a
 //! list of `{put, Tab, Key, Value}`, `{delete, Tab, Key}` and `{clear,
 //! Tab}`, applied in one transaction; `Durability` is `immediate`,
 //! `logged` or `deferred` (`fraghash_redb::db::Durability`). `Start` is `edge`, `{after, Key}` or `{at, Key}`; `Dir` is
@@ -65,6 +68,7 @@ mod atoms {
         create,
         cache_bytes,
         verify,
+        memtable_bytes,
         put,
         delete,
         clear,
@@ -175,6 +179,9 @@ fn open_options(opts: Term) -> NifResult<OpenOptions> {
     }
     if let Ok(v) = opts.map_get(atoms::verify()) {
         o.verify = v.decode()?;
+    }
+    if let Ok(v) = opts.map_get(atoms::memtable_bytes()) {
+        o.memtable_bytes = v.decode()?;
     }
     Ok(o)
 }
@@ -304,6 +311,25 @@ fn sync(env: Env, db: ResourceArc<DbResource>) -> Term {
         d.sync()?;
         Ok(atoms::ok().encode(env))
     })
+}
+
+/// Commits the memtable to redb (`Db::flush`): `true` when it did,
+/// `false` when there was nothing to flush or another flush was under way.
+#[rustler::nif(schedule = "DirtyIo")]
+fn flush(env: Env, db: ResourceArc<DbResource>) -> Term {
+    with_db(env, &db, |d| Ok(d.flush()?.encode(env)))
+}
+
+/// Whether the memtable wants a flush (`Db::wants_flush`). Normal
+/// scheduler: it reads one figure under a lock held only for memory
+/// operations, and answers `false` rather than wait for a database being
+/// closed.
+#[rustler::nif]
+fn wants_flush(db: ResourceArc<DbResource>) -> bool {
+    match db.0.try_read() {
+        Ok(guard) => guard.as_ref().is_some_and(Db::wants_flush),
+        Err(_) => false,
+    }
 }
 
 #[rustler::nif(schedule = "DirtyIo")]

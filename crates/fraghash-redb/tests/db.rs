@@ -216,16 +216,17 @@ fn data_survives_close_and_reopen() {
 }
 
 #[test]
-fn logged_batches_fill_the_log_until_a_synced_commit_empties_it() {
+fn logged_batches_fill_the_memtable_and_the_log_until_a_flush_empties_them() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("l.redb");
     let opts = OpenOptions {
-        log_limit: 200,
+        memtable_bytes: 400,
         ..OpenOptions::default()
     };
     let db = Db::open(&path, &opts).unwrap();
     db.create_table("t", b"").unwrap();
     assert_eq!(db.log_bytes(), 0);
+    assert!(!db.flush().unwrap(), "nothing to flush");
     db.write(&[put("t", b"a", b"1")], Durability::Logged)
         .unwrap();
     let one = db.log_bytes();
@@ -234,16 +235,32 @@ fn logged_batches_fill_the_log_until_a_synced_commit_empties_it() {
     db.write(&[put("t", b"b", b"2")], Durability::Logged)
         .unwrap();
     assert_eq!(db.log_bytes(), 2 * one);
-    // Past the limit, a logged batch is synced and the log emptied.
-    let big = [b'x'; 300];
+    assert!(!db.wants_flush());
+    // Past the memtable's size, a flush is wanted; it commits the records
+    // to redb and empties the log.
+    let big = [b'x'; 400];
     db.write(&[put("t", b"c", &big)], Durability::Logged)
         .unwrap();
+    assert!(db.wants_flush());
+    assert!(db.flush().unwrap());
     assert_eq!(db.log_bytes(), 0);
-    db.write(&[put("t", b"d", b"4")], Durability::Logged)
-        .unwrap();
+    assert!(!db.wants_flush());
+    assert_eq!(db.get("t", b"c").unwrap(), Some(big.to_vec()));
+    assert_eq!(db.len("t").unwrap(), 3);
+    // Past four times its size (four changes of 465 bytes here: 64 for
+    // the entry, a 1-byte key, a 400-byte value), a batch flushes first.
+    for (i, k) in [b"d", b"e", b"f", b"g", b"h"].iter().enumerate() {
+        db.write(&[put("t", *k, &big)], Durability::Logged).unwrap();
+        assert_eq!(db.len("t").unwrap(), 4 + i as u64);
+    }
+    assert_eq!(
+        db.log_bytes(),
+        one - 1 + 400,
+        "the fifth batch flushed the four before it"
+    );
     db.sync().unwrap();
     assert_eq!(db.log_bytes(), 0);
-    db.write(&[put("t", b"e", b"5")], Durability::Logged)
+    db.write(&[put("t", b"i", b"5")], Durability::Logged)
         .unwrap();
     // A logged batch naming a missing table fails and is not logged.
     assert!(matches!(
@@ -252,14 +269,15 @@ fn logged_batches_fill_the_log_until_a_synced_commit_empties_it() {
     ));
     assert_eq!(db.log_bytes(), one);
     db.close().unwrap();
-    let log = dir.path().join("l.redb.log");
-    assert_eq!(
-        std::fs::metadata(&log).unwrap().len(),
-        8,
-        "close empties the log"
-    );
+    for log in ["l.redb.log", "l.redb.log2"] {
+        assert_eq!(
+            std::fs::metadata(dir.path().join(log)).unwrap().len(),
+            8,
+            "close empties {log}"
+        );
+    }
     let db = Db::open(&path, &opts).unwrap();
-    assert_eq!(db.len("t").unwrap(), 5);
+    assert_eq!(db.len("t").unwrap(), 9);
 }
 
 #[test]

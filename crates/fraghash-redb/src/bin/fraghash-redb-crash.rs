@@ -2,13 +2,14 @@
 //! batches to one table of a database until it is killed, and tells what it
 //! wrote in an acknowledgement file.
 //!
-//! `fraghash-redb-crash PATH ACKS SEED LOG_LIMIT`
+//! `fraghash-redb-crash PATH ACKS SEED MEMTABLE_BYTES`
 //!
 //! Before each batch it appends `I key value` (value `-` for a delete) for
 //! every op, and once [`Db::write`] has returned, one `A` line; each line is
 //! one `write(2)`, so what a kill leaves in the file is what the child had
 //! done. Most batches are [`Durability::Logged`]; a few are `Immediate`,
-//! and now and then the child syncs, so kills fall into every path.
+//! and now and then the child syncs; a thread of its own flushes the
+//! memtable every few milliseconds, so kills fall into every path.
 
 use std::fs::OpenOptions as FileOptions;
 use std::io::Write;
@@ -19,16 +20,16 @@ const KEYS: u64 = 400;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let [_, path, acks, seed, limit] = &args[..] else {
-        eprintln!("usage: fraghash-redb-crash PATH ACKS SEED LOG_LIMIT");
+    let [_, path, acks, seed, memtable] = &args[..] else {
+        eprintln!("usage: fraghash-redb-crash PATH ACKS SEED MEMTABLE_BYTES");
         std::process::exit(2);
     };
-    let (Ok(seed), Ok(log_limit)) = (seed.parse::<u64>(), limit.parse::<u64>()) else {
-        eprintln!("fraghash-redb-crash: SEED and LOG_LIMIT are integers");
+    let (Ok(seed), Ok(memtable_bytes)) = (seed.parse::<u64>(), memtable.parse::<usize>()) else {
+        eprintln!("fraghash-redb-crash: SEED and MEMTABLE_BYTES are integers");
         std::process::exit(2);
     };
     let options = OpenOptions {
-        log_limit,
+        memtable_bytes,
         ..OpenOptions::default()
     };
     let db = Db::open(path, &options).unwrap_or_else(|e| {
@@ -44,6 +45,16 @@ fn main() {
         .open(acks)
         .unwrap();
     println!("ready");
+    std::thread::scope(|s| {
+        s.spawn(|| loop {
+            db.flush().unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(seed % 7));
+        });
+        write_until_killed(&db, &mut acks, seed);
+    });
+}
+
+fn write_until_killed(db: &Db, acks: &mut std::fs::File, seed: u64) {
     let mut rng = seed | 1;
     let mut next = || {
         rng ^= rng << 13;

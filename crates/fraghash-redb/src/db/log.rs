@@ -85,14 +85,22 @@ pub(super) struct Record {
     pub(super) ops: Vec<OwnedOp>,
 }
 
-/// The open log file. Every method is called with the database's writer
-/// lock held, so appends never interleave.
+/// The two files of the log, `<database>.log` and `<database>.log2`:
+/// appends go to the current one; a flush ([`Log::rotate`]) turns to the
+/// other (empty) file, so that the records of the layer being flushed are
+/// in one file and the later ones in the other, and empties the old one
+/// once the flush has committed ([`Log::drop_old`]). Every method is
+/// called with the database's writer lock held, so appends never
+/// interleave.
 #[derive(Debug)]
 pub(super) struct Log {
-    file: File,
-    path: PathBuf,
-    /// Where the next record goes: the end of the last good record.
-    len: u64,
+    files: [File; 2],
+    paths: [PathBuf; 2],
+    /// Where the next record of each file goes: the end of its last good
+    /// record.
+    lens: [u64; 2],
+    /// The file appends go to.
+    cur: usize,
     /// The number the next record takes.
     next_seq: u64,
 }
@@ -101,56 +109,83 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> DbError + '_ {
     move |e| DbError::io(path, e)
 }
 
-impl Log {
-    /// Opens (or creates) the log at `path` and reads its records, cutting
-    /// a torn end. `durable_seq` is the database's durable `log_seq`: the
-    /// records above it are returned, for the caller to replay.
-    pub(super) fn open(path: &Path, durable_seq: u64) -> Result<(Log, Vec<Record>), DbError> {
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(io(path))?;
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes).map_err(io(path))?;
-        let mut log = Log {
-            file,
+/// The second file of the log in `path`.
+fn second(path: &Path) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push("2");
+    PathBuf::from(p)
+}
+
+/// One log file opened (created if missing, with its header) and read:
+/// the file, its good length and its good records, its torn end cut.
+fn open_file(path: &Path) -> Result<(File, u64, Vec<Record>), DbError> {
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(io(path))?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).map_err(io(path))?;
+    if bytes.is_empty() {
+        file.write_all_at(HEADER, 0).map_err(io(path))?;
+        return Ok((file, HEADER_LEN, Vec::new()));
+    }
+    if bytes.len() < HEADER.len() || &bytes[..HEADER.len()] != HEADER {
+        return Err(DbError::Foreign {
             path: path.to_path_buf(),
-            len: HEADER_LEN,
-            next_seq: durable_seq + 1,
-        };
-        if bytes.is_empty() {
-            log.file.write_all_at(HEADER, 0).map_err(io(path))?;
-            return Ok((log, Vec::new()));
+            reason: "not a log of this crate (its header is wrong)".to_owned(),
+        });
+    }
+    let mut records: Vec<Record> = Vec::new();
+    let mut at = HEADER.len();
+    while let Some((record, next)) = read_record(&bytes, at) {
+        if records.last().is_some_and(|r| record.seq != r.seq + 1) {
+            break;
         }
-        if bytes.len() < HEADER.len() || &bytes[..HEADER.len()] != HEADER {
-            return Err(DbError::Foreign {
-                path: path.to_path_buf(),
-                reason: "not a log of this crate (its header is wrong)".to_owned(),
-            });
-        }
+        at = next;
+        records.push(record);
+    }
+    if at < bytes.len() {
+        file.set_len(at as u64).map_err(io(path))?;
+    }
+    Ok((file, at as u64, records))
+}
+
+impl Log {
+    /// Opens (or creates) the log of `path` (`path` and its second file)
+    /// and reads its records, cutting a torn end. `durable_seq` is the
+    /// database's durable `log_seq`: the records numbered from
+    /// `durable_seq + 1` on without a gap are returned, for the caller to
+    /// replay; a gap (the records before it lost to a crash of the
+    /// machine) ends them.
+    pub(super) fn open(path: &Path, durable_seq: u64) -> Result<(Log, Vec<Record>), DbError> {
+        let paths = [path.to_path_buf(), second(path)];
+        let (f0, l0, r0) = open_file(&paths[0])?;
+        let (f1, l1, r1) = open_file(&paths[1])?;
+        let last_seen = r0.iter().chain(&r1).map(|r| r.seq).max().unwrap_or(0);
+        // The file whose records come later is the current one.
+        let cur = usize::from(r1.first().map(|r| r.seq) > r0.first().map(|r| r.seq));
+        let mut all: Vec<Record> = r0.into_iter().chain(r1).collect();
+        all.sort_by_key(|r| r.seq);
         let mut records = Vec::new();
-        let mut at = HEADER.len();
-        let mut expected = None;
-        while let Some((record, next)) = read_record(&bytes, at) {
-            if expected.is_some_and(|e| record.seq != e) {
+        for r in all {
+            if r.seq <= durable_seq {
+                continue;
+            }
+            if r.seq != durable_seq + 1 + records.len() as u64 {
                 break;
             }
-            expected = Some(record.seq + 1);
-            at = next;
-            if record.seq > durable_seq {
-                records.push(record);
-            }
+            records.push(r);
         }
-        log.len = at as u64;
-        if let Some(e) = expected {
-            log.next_seq = log.next_seq.max(e);
-        }
-        if (at as u64) < bytes.len() as u64 {
-            log.file.set_len(log.len).map_err(io(path))?;
-        }
+        let log = Log {
+            files: [f0, f1],
+            paths,
+            lens: [l0, l1],
+            cur,
+            next_seq: durable_seq.max(last_seen) + 1,
+        };
         Ok((log, records))
     }
 
@@ -160,19 +195,15 @@ impl Log {
         self.next_seq - 1
     }
 
-    /// The bytes the log holds, its header included.
+    /// The bytes the log's records take, in both files.
     pub(super) fn len(&self) -> u64 {
-        self.len
+        self.lens.iter().map(|l| l - HEADER_LEN).sum()
     }
 
     /// Whether the log holds no record.
+    #[cfg(test)]
     pub(super) fn is_empty(&self) -> bool {
-        self.len == HEADER_LEN
-    }
-
-    /// The bytes of a log without records.
-    pub(super) fn empty_len() -> u64 {
-        HEADER_LEN
+        self.len() == 0
     }
 
     /// The bytes `ops` take as a record.
@@ -195,33 +226,44 @@ impl Log {
         let crc = crc32fast::hash(&body[FRAME_LEN..]);
         body[..4].copy_from_slice(&body_len.to_le_bytes());
         body[4..8].copy_from_slice(&crc.to_le_bytes());
-        self.file
-            .write_all_at(&body, self.len)
-            .map_err(io(&self.path))?;
-        self.len += body.len() as u64;
+        let c = self.cur;
+        self.files[c]
+            .write_all_at(&body, self.lens[c])
+            .map_err(io(&self.paths[c]))?;
+        self.lens[c] += body.len() as u64;
         self.next_seq += 1;
         Ok(seq)
     }
 
-    /// Takes back the last record appended (its redb commit failed), so
-    /// that it is not replayed: it was never acknowledged.
-    pub(super) fn unappend(&mut self, seq: u64, to_len: u64) {
-        self.len = to_len;
-        self.next_seq = seq;
-        // A failure leaves the bytes past `len`; the next append overwrites
-        // them, and until then a reopen replays a batch whose write
-        // reported an error: the one case where a failed write shows.
-        let _ = self.file.set_len(to_len);
+    /// Turns appends to the other file, which must hold no record
+    /// ([`Log::drop_old`] emptied it): the records so far stay in the file
+    /// appended to until now until [`Log::drop_old`].
+    pub(super) fn rotate(&mut self) {
+        debug_assert_eq!(self.lens[1 - self.cur], HEADER_LEN);
+        self.cur = 1 - self.cur;
     }
 
-    /// Empties the log: every record in it is in redb's durable state. A
-    /// failure to cut the file is harmless (opening skips records at or
-    /// below the durable number, and the next append overwrites them), so
-    /// it is not reported.
+    /// Empties the file that [`Log::rotate`] turned away from: every
+    /// record in it is in redb's durable state. A failure to cut it is
+    /// harmless (opening skips records at or below the durable number, and
+    /// an append after the next rotation overwrites them), so it is not
+    /// reported.
+    pub(super) fn drop_old(&mut self) {
+        let old = 1 - self.cur;
+        if self.lens[old] != HEADER_LEN {
+            let _ = self.files[old].set_len(HEADER_LEN);
+            self.lens[old] = HEADER_LEN;
+        }
+    }
+
+    /// Empties the log: every record in it is in redb's durable state
+    /// (harmless failures, as for [`Log::drop_old`]).
     pub(super) fn clear(&mut self) {
-        if !self.is_empty() {
-            let _ = self.file.set_len(HEADER_LEN);
-            self.len = HEADER_LEN;
+        self.drop_old();
+        let c = self.cur;
+        if self.lens[c] != HEADER_LEN {
+            let _ = self.files[c].set_len(HEADER_LEN);
+            self.lens[c] = HEADER_LEN;
         }
     }
 }
@@ -375,9 +417,10 @@ mod tests {
         let path = dir.path().join("x.log");
         let (mut log, _) = Log::open(&path, 0).unwrap();
         log.append(&ops()).unwrap();
-        let good = log.len();
+        // File offsets: the header, then the records.
+        let good = HEADER_LEN + log.len();
         log.append(&ops()).unwrap();
-        let full = log.len();
+        let full = HEADER_LEN + log.len();
         drop(log);
         // Every cut inside the second record leaves only the first.
         for cut in good..full {
@@ -385,7 +428,7 @@ mod tests {
             f.set_len(cut).unwrap();
             let (log, recs) = Log::open(&path, 0).unwrap();
             assert_eq!(recs.len(), 1, "cut at {cut}");
-            assert_eq!(log.len(), good);
+            assert_eq!(HEADER_LEN + log.len(), good);
             assert_eq!(std::fs::metadata(&path).unwrap().len(), good);
             let mut log = log;
             log.append(&ops()).unwrap();
@@ -407,19 +450,33 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_commit_takes_its_record_back() {
+    fn a_rotated_log_reads_back_from_both_files_without_a_gap() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.log");
         let (mut log, _) = Log::open(&path, 0).unwrap();
         log.append(&ops()).unwrap();
-        let len = log.len();
-        let seq = log.append(&ops()).unwrap();
-        log.unappend(seq, len);
-        assert_eq!(log.append(&ops()).unwrap(), seq);
-        log.clear();
-        assert!(log.is_empty());
-        drop(log);
-        let (_, recs) = Log::open(&path, 0).unwrap();
-        assert!(recs.is_empty());
+        log.append(&ops()).unwrap();
+        log.rotate();
+        assert_eq!(log.append(&ops()).unwrap(), 3);
+        let seqs = |durable| {
+            let (log, recs) = Log::open(&path, durable).unwrap();
+            (log, recs.iter().map(|r| r.seq).collect::<Vec<_>>())
+        };
+        assert_eq!(seqs(0).1, [1, 2, 3]);
+        assert_eq!(seqs(2).1, [3]);
+        log.drop_old();
+        assert_eq!(seqs(2).1, [3]);
+        // Records 1 and 2 lost (a crash of the machine) while 3 was kept:
+        // nothing after the gap is replayed.
+        assert_eq!(seqs(0).1, Vec::<u64>::new());
+        // The file written last is the current one, and numbering goes on.
+        let (mut again, _) = seqs(2);
+        assert_eq!(again.append(&ops()).unwrap(), 4);
+        again.rotate();
+        again.append(&ops()).unwrap();
+        assert_eq!(seqs(2).1, [3, 4, 5]);
+        again.clear();
+        assert!(again.is_empty());
+        assert_eq!(seqs(0).1, Vec::<u64>::new());
     }
 }

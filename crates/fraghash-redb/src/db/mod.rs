@@ -48,19 +48,22 @@
 
 mod error;
 mod log;
+mod memtable;
 mod read;
+mod write;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex, MutexGuard, RwLock};
 
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 
 use error::At;
 pub use error::DbError;
-use read::Snapshot;
+use read::View;
 pub use read::{Chunk, Direction, Start};
+use write::Writer;
 
 /// The longest table name, in bytes.
 pub const MAX_TABLE_NAME: usize = 1024;
@@ -89,18 +92,12 @@ pub struct OpenOptions {
     /// it, redb checks the file only after a crash, and damage elsewhere is
     /// found when it is read. Default: `false`.
     pub verify: bool,
-    /// The log's size past which a [`Durability::Logged`] batch is synced
-    /// instead and the log emptied, in bytes. It bounds the log and the
-    /// work of replaying it, and above all the file's growth: redb cannot
-    /// reuse a page that an unsynced commit replaced until a synced commit,
-    /// so each logged batch holds its pages (a leaf and its branches, up to
-    /// a few times 4 KiB) until then. Measured on 100,000 random writes of
-    /// 100-byte values into a 100,000-record table (a 36 MB file): the file
-    /// stayed at 36 MB with 64 and 128 KiB (about 950 batches of one record
-    /// per sync), doubled with 256 KiB and grew fourfold with 1 MiB, for
-    /// 34,000 to 40,000 writes a second against 4,500 synced. Default:
-    /// 128 KiB.
-    pub log_limit: u64,
+    /// The memtable's size past which [`Db::wants_flush`] says to flush
+    /// it, in bytes (keys, values and 64 bytes per change). A batch finding
+    /// four times this much flushes first (or waits for the flush under
+    /// way), which bounds the memory, the log and the work of replaying
+    /// it. Default: 8 MiB.
+    pub memtable_bytes: usize,
 }
 
 impl Default for OpenOptions {
@@ -109,7 +106,7 @@ impl Default for OpenOptions {
             create: true,
             cache_bytes: 64 << 20,
             verify: false,
-            log_limit: 128 << 10,
+            memtable_bytes: 8 << 20,
         }
     }
 }
@@ -167,18 +164,18 @@ impl Op<'_> {
 pub struct Db {
     db: redb::Database,
     path: PathBuf,
-    /// Held by every write for its whole length: appends to the log and
-    /// redb commits then come in one order.
-    log: Mutex<log::Log>,
-    log_limit: u64,
+    /// The writer lock (see [`write`](self::write)).
+    writer: Mutex<Writer>,
+    /// Signalled when a flush ends.
+    flushed: Condvar,
+    memtable_bytes: usize,
     /// The names of the catalogue's tables, as its last commit left them:
     /// a batch checks its tables here instead of opening the catalogue
     /// (about a fifth of a one-record commit). Changed only with the
     /// writer lock held, by the commits that change the catalogue.
     names: Mutex<HashSet<String>>,
-    /// The last committed state's tables, opened once per commit for the
-    /// reads (see [`Snapshot`]).
-    snapshot: Snapshot,
+    /// What reads see: the memtable's layers and redb's state under them.
+    view: RwLock<View>,
 }
 
 impl std::fmt::Debug for Db {
@@ -207,15 +204,6 @@ fn check_name(name: &str) -> Result<(), DbError> {
     } else {
         Ok(())
     }
-}
-
-/// The end of a synced commit (`committed`, its result): every logged
-/// batch is then in redb's durable state, so the log empties. Every synced
-/// commit goes through here.
-fn synced(log: &mut log::Log, committed: Result<(), DbError>) -> Result<(), DbError> {
-    committed?;
-    log.clear();
-    Ok(())
 }
 
 /// The log of the database in `path`: `<path>.log`.
@@ -329,19 +317,25 @@ impl Db {
         }
         let durable = durable_log_seq(&db, path)?;
         let (log, records) = log::Log::open(&log_path, durable)?;
+        let base = read::Base::open(&db, path)?;
         let db = Db {
             db,
             path: path.to_path_buf(),
-            log: Mutex::new(log),
-            log_limit: options.log_limit,
+            writer: Mutex::new(Writer::new(log)),
+            flushed: Condvar::new(),
+            memtable_bytes: options.memtable_bytes,
             names: Mutex::new(HashSet::new()),
-            snapshot: Snapshot::default(),
+            view: RwLock::new(View {
+                active: memtable::Layer::default(),
+                frozen: None,
+                base,
+            }),
         };
         db.reload_names()?;
         if records.is_empty() {
             // Records redb holds already: an append after them would have
             // to follow their numbering, so they go.
-            db.lock_log().clear();
+            db.lock_writer().log.clear();
         } else {
             db.replay(&records, &log_path)?;
         }
@@ -350,16 +344,12 @@ impl Db {
 
     /// Commits the logged batches redb lost, in one synced commit.
     fn replay(&self, records: &[log::Record], log_path: &Path) -> Result<(), DbError> {
-        let last = records.last().map(|r| r.seq);
         let ops: Vec<Op> = records
             .iter()
             .flat_map(|r| r.ops.iter().map(log::OwnedOp::as_op))
             .collect();
-        let mut log = self.lock_log();
-        match synced(
-            &mut log,
-            self.commit(&ops, last, redb::Durability::Immediate),
-        ) {
+        let mut w = self.lock_writer();
+        match self.commit_all(&mut w, |txn| self.apply_ops(txn, &ops)) {
             Ok(()) => Ok(()),
             // Every table a record names existed when it was logged, and
             // only a synced commit (which the record then precedes) can
@@ -379,51 +369,16 @@ impl Db {
         Ok(())
     }
 
-    fn lock_names(&self) -> MutexGuard<'_, HashSet<String>> {
-        self.names.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Commits `txn`, which adds (`added`) or removes table `name`, synced
-    /// and marked with the log's last number, and keeps the names in step.
-    fn commit_catalogue(
-        &self,
-        txn: redb::WriteTransaction,
-        log: &mut log::Log,
-        name: &str,
-        added: bool,
-    ) -> Result<(), DbError> {
-        mark_log_seq(&txn, &self.path, log.last_seq())?;
-        let committed = self.commit_txn(txn);
-        self.catalogue_changed(&committed, name, added);
-        synced(log, committed)
-    }
-
-    /// After a commit that changed the catalogue (`committed`, its
-    /// result): `name` added or removed from the names. A failed commit
-    /// may still have taken effect in part of redb's state, so the names
-    /// are read again from the catalogue (or, when that fails too, none
-    /// is left: writes then fail rather than create a table's data
-    /// without its catalogue entry).
-    fn catalogue_changed(&self, committed: &Result<(), DbError>, name: &str, added: bool) {
-        match committed {
-            Ok(()) if added => {
-                self.lock_names().insert(name.to_owned());
-            }
-            Ok(()) => {
-                self.lock_names().remove(name);
-            }
-            Err(_) => {
-                if self.reload_names().is_err() {
-                    self.lock_names().clear();
-                }
-            }
+    /// As [`Db::reload_names`]; when that fails, no name is left: writes
+    /// then fail rather than write to a table without its catalogue entry.
+    fn reload_names_or_clear(&self) {
+        if self.reload_names().is_err() {
+            self.lock_names().clear();
         }
     }
 
-    /// The writer lock (see [`Db`]'s `log` field). A panic while it was
-    /// held leaves the log as its last completed call left it.
-    fn lock_log(&self) -> MutexGuard<'_, log::Log> {
-        self.log.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock_names(&self) -> MutexGuard<'_, HashSet<String>> {
+        self.names.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The file this database is in.
@@ -432,13 +387,13 @@ impl Db {
     }
 
     /// Creates an empty table `name`, keeping `props` with it (any bytes;
-    /// [`Db::tables`] gives them back). Durable when it returns.
+    /// [`Db::tables`] gives them back). Durable when it returns, with every
+    /// batch written before.
     pub fn create_table(&self, name: &str, props: &[u8]) -> Result<(), DbError> {
         check_name(name)?;
         let p = &self.path;
-        let mut log = self.lock_log();
-        let txn = self.db.begin_write().at(p)?;
-        {
+        let mut w = self.lock_idle_writer();
+        self.commit_all(&mut w, |txn| {
             let mut cat = txn.open_table(CATALOGUE).at(p)?;
             if cat.get(name).at(p)?.is_some() {
                 return Err(DbError::TableExists {
@@ -448,17 +403,17 @@ impl Db {
             cat.insert(name, props).at(p)?;
             let data = format!("{DATA_PREFIX}{name}");
             txn.open_table(data_def(&data)).at(p)?;
-        }
-        self.commit_catalogue(txn, &mut log, name, true)
+            Ok(())
+        })
     }
 
-    /// Deletes table `name` and its records. Durable when it returns.
+    /// Deletes table `name` and its records. Durable when it returns, with
+    /// every batch written before.
     pub fn delete_table(&self, name: &str) -> Result<(), DbError> {
         check_name(name)?;
         let p = &self.path;
-        let mut log = self.lock_log();
-        let txn = self.db.begin_write().at(p)?;
-        {
+        let mut w = self.lock_idle_writer();
+        self.commit_all(&mut w, |txn| {
             let mut cat = txn.open_table(CATALOGUE).at(p)?;
             if cat.remove(name).at(p)?.is_none() {
                 return Err(DbError::NoSuchTable {
@@ -467,8 +422,8 @@ impl Db {
             }
             let data = format!("{DATA_PREFIX}{name}");
             txn.delete_table(data_def(&data)).at(p)?;
-        }
-        self.commit_catalogue(txn, &mut log, name, false)
+            Ok(())
+        })
     }
 
     /// Every table, with the properties it was created with, by name.
@@ -482,122 +437,5 @@ impl Db {
             out.push((k.value().to_owned(), v.value().to_vec()));
         }
         Ok(out)
-    }
-
-    /// Applies `ops` in order in one transaction, with `durability`. Either
-    /// every op takes effect or, on any error (a table that does not exist,
-    /// a failed write), none does.
-    pub fn write(&self, ops: &[Op], durability: Durability) -> Result<(), DbError> {
-        let mut log = self.lock_log();
-        match durability {
-            Durability::Deferred => self.commit(ops, None, redb::Durability::None),
-            Durability::Logged if log.len() + log::Log::record_len(ops) <= self.log_limit => {
-                for op in ops {
-                    check_name(op.table())?;
-                }
-                let len = log.len();
-                let seq = log.append(ops)?;
-                self.commit(ops, None, redb::Durability::None)
-                    .inspect_err(|_| log.unappend(seq, len))
-            }
-            // A logged batch that would take the log past its limit is
-            // synced instead, which empties the log.
-            Durability::Immediate | Durability::Logged => {
-                let last = log.last_seq();
-                synced(
-                    &mut log,
-                    self.commit(ops, Some(last), redb::Durability::Immediate),
-                )
-            }
-        }
-    }
-
-    /// One redb transaction of `ops`; `seq`, for a synced commit the
-    /// number of the last log record, goes into the meta table with them
-    /// (see [`log`](self#the-log)). Called with the writer lock held.
-    fn commit(
-        &self,
-        ops: &[Op],
-        seq: Option<u64>,
-        durability: redb::Durability,
-    ) -> Result<(), DbError> {
-        let p = &self.path;
-        let mut txn = self.db.begin_write().at(p)?;
-        txn.set_durability(durability).at(p)?;
-        {
-            let mut names: HashMap<&str, String> = HashMap::new();
-            {
-                let known = self.lock_names();
-                for op in ops {
-                    let name = op.table();
-                    if !names.contains_key(name) {
-                        if !known.contains(name) {
-                            return Err(DbError::NoSuchTable {
-                                name: name.to_owned(),
-                            });
-                        }
-                        names.insert(name, format!("{DATA_PREFIX}{name}"));
-                    }
-                }
-            }
-            let mut open = HashMap::new();
-            for op in ops {
-                let data = &names[op.table()];
-                if let Op::Clear { .. } = op {
-                    open.remove(op.table());
-                    txn.delete_table(data_def(data)).at(p)?;
-                }
-                let table = match open.entry(op.table()) {
-                    std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                    std::collections::hash_map::Entry::Vacant(e) => {
-                        e.insert(txn.open_table(data_def(data)).at(p)?)
-                    }
-                };
-                match *op {
-                    Op::Put { key, value, .. } => {
-                        table.insert(key, value).at(p)?;
-                    }
-                    Op::Delete { key, .. } => {
-                        table.remove(key).at(p)?;
-                    }
-                    Op::Clear { .. } => {}
-                }
-            }
-            if let Some(seq) = seq {
-                mark_log_seq(&txn, p, seq)?;
-            }
-        }
-        self.commit_txn(txn)
-    }
-
-    /// Commits `txn`; reads begun after this returns see it. Every commit
-    /// of an open `Db` goes through here.
-    fn commit_txn(&self, txn: redb::WriteTransaction) -> Result<(), DbError> {
-        let committed = txn.commit().at(&self.path);
-        // After the commit (a read opening the tables meanwhile would keep
-        // the state before it), and after a failed one too (harmless).
-        self.snapshot.forget();
-        committed
-    }
-
-    /// Makes every batch committed so far durable, and empties the log.
-    pub fn sync(&self) -> Result<(), DbError> {
-        self.write(&[], Durability::Immediate)
-    }
-
-    /// The bytes in the log: what the logged batches since the last synced
-    /// commit take (0 when it is empty).
-    pub fn log_bytes(&self) -> u64 {
-        self.lock_log().len() - log::Log::empty_len()
-    }
-
-    /// Syncs (which empties the log) and closes the database, reporting an
-    /// error of either (dropping a `Db` closes it without the sync: its log
-    /// is replayed at the next open).
-    pub fn close(self) -> Result<(), DbError> {
-        let synced = self.sync();
-        let Db { db, path, .. } = self;
-        synced?;
-        db.close().at(&path)
     }
 }

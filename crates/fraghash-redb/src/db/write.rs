@@ -1,0 +1,324 @@
+//! Writes: batches into the memtable and the log, flushes of the memtable
+//! to redb, and the synced commits that hold everything written so far.
+//!
+//! Every change of state goes through the writer lock ([`Writer`]): a
+//! batch's append to the log and its application to the active layer, a
+//! flush's freezing of that layer and its emptying of the log, and every
+//! synced commit made here. A flush commits its frozen layer to redb
+//! *without* the lock, so batches go on meanwhile; the synced commits
+//! made under the lock ([`Db::sync`], [`Durability::Immediate`] batches,
+//! clears, tables created or deleted) first wait for a flush under way to
+//! end, so that only one redb write transaction is ever open.
+
+use std::collections::HashMap;
+use std::sync::{Arc, MutexGuard};
+
+use super::error::At;
+use super::memtable::Layer;
+use super::{check_name, data_def, log, mark_log_seq, Db, DbError, Durability, Op, DATA_PREFIX};
+
+/// What the writer lock guards.
+#[derive(Debug)]
+pub(super) struct Writer {
+    pub(super) log: log::Log,
+    /// A flush is committing the frozen layer (without the lock).
+    flushing: bool,
+    /// The number of the last log record the frozen layer holds.
+    frozen_seq: u64,
+}
+
+impl Writer {
+    pub(super) fn new(log: log::Log) -> Writer {
+        Writer {
+            log,
+            flushing: false,
+            frozen_seq: 0,
+        }
+    }
+}
+
+impl Db {
+    /// Applies `ops` in order as one batch, with `durability`. Either every
+    /// op takes effect or, on any error (a table that does not exist, a
+    /// failed write), none does.
+    ///
+    /// A [`Durability::Logged`] or [`Durability::Deferred`] batch goes to
+    /// the memtable (a logged one to the log first); when the memtable
+    /// holds four times [`OpenOptions::memtable_bytes`](super::OpenOptions)
+    /// the batch first waits for a flush under way, or flushes itself. An
+    /// [`Durability::Immediate`] batch, and any batch that clears a table,
+    /// is a synced commit of everything written so far with it.
+    pub fn write(&self, ops: &[Op], durability: Durability) -> Result<(), DbError> {
+        for op in ops {
+            check_name(op.table())?;
+        }
+        let clears = ops.iter().any(|op| matches!(op, Op::Clear { .. }));
+        if durability == Durability::Immediate || clears {
+            let mut w = self.lock_idle_writer();
+            return self.commit_all(&mut w, |txn| self.apply_ops(txn, ops));
+        }
+        let mut w = self.lock_writer();
+        while self.view().active.bytes() >= 4 * self.memtable_bytes {
+            if w.flushing {
+                w = self.wait_flushed(w);
+            } else {
+                drop(w);
+                self.flush()?;
+                w = self.lock_writer();
+            }
+        }
+        self.check_tables(ops)?;
+        let existed = self.existed(ops)?;
+        if durability == Durability::Logged {
+            w.log.append(ops)?;
+        }
+        let mut view = self.view_mut();
+        for (op, existed) in ops.iter().zip(existed) {
+            match *op {
+                Op::Put { table, key, value } => {
+                    view.active.set(table, key, Some(value.to_vec()), existed)
+                }
+                Op::Delete { table, key } => view.active.set(table, key, None, existed),
+                Op::Clear { .. } => unreachable!("clears commit above"),
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the memtable holds enough to be flushed
+    /// ([`OpenOptions::memtable_bytes`](super::OpenOptions)).
+    pub fn wants_flush(&self) -> bool {
+        self.view().active.bytes() >= self.memtable_bytes
+    }
+
+    /// Commits the memtable to redb in one synced transaction, while
+    /// batches go on into a fresh layer: `Ok(true)` once committed,
+    /// `Ok(false)` when there was nothing to flush or another flush was
+    /// under way. Meant to run on a thread of its own (the caller of
+    /// [`Db::write`] waits for it only when the memtable is full). A flush
+    /// that fails leaves its layer frozen, read as before, and the next
+    /// flush commits it again.
+    pub fn flush(&self) -> Result<bool, DbError> {
+        let (frozen, seq) = {
+            let mut w = self.lock_writer();
+            if w.flushing {
+                return Ok(false);
+            }
+            let mut view = self.view_mut();
+            if view.frozen.is_none() {
+                if view.active.is_empty() {
+                    return Ok(false);
+                }
+                let active = std::mem::take(&mut view.active);
+                view.frozen = Some(Arc::new(active));
+                // The other file was emptied by the last flush, which
+                // ended before this one could begin.
+                w.log.rotate();
+                w.frozen_seq = w.log.last_seq();
+            }
+            w.flushing = true;
+            (
+                Arc::clone(view.frozen.as_ref().expect("frozen above")),
+                w.frozen_seq,
+            )
+        };
+        let committed = self.commit_layer(&frozen, seq);
+        let mut w = self.lock_writer();
+        w.flushing = false;
+        let done = committed.and_then(|()| {
+            // Readers switch from the old state with the frozen layer to
+            // the new state without it in one step.
+            let base = self.open_base()?;
+            let mut view = self.view_mut();
+            view.frozen = None;
+            view.base = base;
+            Ok(())
+        });
+        if done.is_ok() {
+            w.log.drop_old();
+        }
+        drop(w);
+        self.flushed.notify_all();
+        done.map(|()| true)
+    }
+
+    /// Makes every batch written so far durable (a synced commit of the
+    /// memtable), and empties the log.
+    pub fn sync(&self) -> Result<(), DbError> {
+        let mut w = self.lock_idle_writer();
+        self.commit_all(&mut w, |_| Ok(()))
+    }
+
+    /// The bytes in the log: what the logged batches not yet in redb's
+    /// durable state take (0 when there are none).
+    pub fn log_bytes(&self) -> u64 {
+        self.lock_writer().log.len()
+    }
+
+    /// Syncs (which empties the log) and closes the database, reporting an
+    /// error of either (dropping a `Db` closes it without the sync: its log
+    /// is replayed at the next open).
+    pub fn close(self) -> Result<(), DbError> {
+        let synced = self.sync();
+        let Db { db, path, .. } = self;
+        synced?;
+        db.close().at(&path)
+    }
+
+    /// The writer lock (see [`Writer`]). A panic while it was held leaves
+    /// the log as its last completed call left it.
+    pub(super) fn lock_writer(&self) -> MutexGuard<'_, Writer> {
+        self.writer.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The writer lock once no flush is under way.
+    pub(super) fn lock_idle_writer(&self) -> MutexGuard<'_, Writer> {
+        let mut w = self.lock_writer();
+        while w.flushing {
+            w = self.wait_flushed(w);
+        }
+        w
+    }
+
+    fn wait_flushed<'a>(&self, w: MutexGuard<'a, Writer>) -> MutexGuard<'a, Writer> {
+        self.flushed.wait(w).unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// One synced commit of the frozen layer (if any), the active layer and
+    /// what `change` adds, marked with the log's last number; then readers
+    /// see it, the layers are empty and so is the log. Called with the
+    /// writer lock held and no flush under way.
+    pub(super) fn commit_all(
+        &self,
+        w: &mut Writer,
+        change: impl FnOnce(&redb::WriteTransaction) -> Result<(), DbError>,
+    ) -> Result<(), DbError> {
+        let p = &self.path;
+        let (frozen, active_empty) = {
+            let view = self.view();
+            (view.frozen.clone(), view.active.is_empty())
+        };
+        let mut txn = self.db.begin_write().at(p)?;
+        txn.set_durability(redb::Durability::Immediate).at(p)?;
+        if let Some(frozen) = &frozen {
+            self.apply_layer(&txn, frozen)?;
+        }
+        if !active_empty {
+            // No batch can change the active layer: the writer lock is held.
+            self.apply_layer(&txn, &self.view().active)?;
+        }
+        change(&txn)?;
+        mark_log_seq(&txn, p, w.log.last_seq())?;
+        let committed = txn.commit().at(p);
+        let base = committed.and_then(|()| self.open_base());
+        // After a failed commit redb may hold part of it (a failed sync
+        // once its pages were written): the catalogue is read again.
+        self.reload_names_or_clear();
+        let base = base?;
+        let mut view = self.view_mut();
+        view.frozen = None;
+        view.active = Layer::default();
+        view.base = base;
+        drop(view);
+        w.log.clear();
+        Ok(())
+    }
+
+    /// The synced commit of a flush: layer `layer`, marked with `seq`.
+    fn commit_layer(&self, layer: &Layer, seq: u64) -> Result<(), DbError> {
+        let p = &self.path;
+        let mut txn = self.db.begin_write().at(p)?;
+        txn.set_durability(redb::Durability::Immediate).at(p)?;
+        self.apply_layer(&txn, layer)?;
+        mark_log_seq(&txn, p, seq)?;
+        txn.commit().at(p)
+    }
+
+    /// Writes every change of `layer` in `txn`.
+    fn apply_layer(&self, txn: &redb::WriteTransaction, layer: &Layer) -> Result<(), DbError> {
+        let p = &self.path;
+        for (name, changes) in &layer.tables {
+            let data = format!("{DATA_PREFIX}{name}");
+            let mut table = txn.open_table(data_def(&data)).at(p)?;
+            for (key, change) in &changes.entries {
+                match change {
+                    Some(value) => {
+                        table.insert(key.as_slice(), value.as_slice()).at(p)?;
+                    }
+                    None => {
+                        table.remove(key.as_slice()).at(p)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Fails with [`DbError::NoSuchTable`] unless every table `ops` names
+    /// is in the catalogue.
+    fn check_tables(&self, ops: &[Op]) -> Result<(), DbError> {
+        let known = self.lock_names();
+        match ops.iter().find(|op| !known.contains(op.table())) {
+            Some(op) => Err(DbError::NoSuchTable {
+                name: op.table().to_owned(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes `ops` in order in `txn`.
+    pub(super) fn apply_ops(
+        &self,
+        txn: &redb::WriteTransaction,
+        ops: &[Op],
+    ) -> Result<(), DbError> {
+        self.check_tables(ops)?;
+        let p = &self.path;
+        let mut open = HashMap::new();
+        for op in ops {
+            let data = format!("{DATA_PREFIX}{}", op.table());
+            if let Op::Clear { .. } = op {
+                open.remove(op.table());
+                txn.delete_table(data_def(&data)).at(p)?;
+            }
+            let table = match open.entry(op.table()) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(txn.open_table(data_def(&data)).at(p)?)
+                }
+            };
+            match *op {
+                Op::Put { key, value, .. } => {
+                    table.insert(key, value).at(p)?;
+                }
+                Op::Delete { key, .. } => {
+                    table.remove(key).at(p)?;
+                }
+                Op::Clear { .. } => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether each op's key held a record just before it: the batch's
+    /// earlier ops, then the layers and redb's state.
+    fn existed(&self, ops: &[Op]) -> Result<Vec<bool>, DbError> {
+        let view = self.view();
+        let mut batch: HashMap<(&str, &[u8]), bool> = HashMap::new();
+        let mut out = Vec::with_capacity(ops.len());
+        for op in ops {
+            let (table, key, now) = match *op {
+                Op::Put { table, key, .. } => (table, key, true),
+                Op::Delete { table, key } => (table, key, false),
+                Op::Clear { .. } => unreachable!("clears commit in Db::write"),
+            };
+            let before = match batch.get(&(table, key)) {
+                Some(&b) => b,
+                None => self.lookup(&view, table, key)?.is_some(),
+            };
+            out.push(before);
+            batch.insert((table, key), now);
+        }
+        Ok(out)
+    }
+}
