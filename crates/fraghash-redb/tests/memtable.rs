@@ -192,6 +192,14 @@ fn reads_follow_the_model_while_a_thread_flushes() {
     let mut model = Model::new();
     let mut rng: u64 = 0x2545_f491_4f6c_dd1d;
     let stop = std::sync::atomic::AtomicBool::new(false);
+    /// Stops the flusher however the writes end (a failed check included,
+    /// which would otherwise wait for it forever).
+    struct Stop<'a>(&'a std::sync::atomic::AtomicBool);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
     let flushes = std::thread::scope(|s| {
         let flusher = s.spawn(|| {
             let mut n = 0;
@@ -202,6 +210,7 @@ fn reads_follow_the_model_while_a_thread_flushes() {
             }
             n
         });
+        let stopper = Stop(&stop);
         for i in 0..3000u32 {
             rng ^= rng << 13;
             rng ^= rng >> 7;
@@ -217,7 +226,7 @@ fn reads_follow_the_model_while_a_thread_flushes() {
                 check(&db, &model);
             }
         }
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        drop(stopper);
         flusher.join().unwrap()
     });
     assert!(flushes > 10, "only {flushes} flushes ran beside the writes");
