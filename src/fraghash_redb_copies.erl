@@ -29,13 +29,13 @@
 %% once per record, in the committing process, before the transaction
 %% returns; it later drops its own log records without asking the backend.
 %% So the line is here: each of those calls returns only once its change is
-%% committed in redb and kept should the VM die. With the default
-%% `redb_durability' of `logged', the change is in the database's log file
-%% (`fraghash.redb.log', written to the operating system, not synced) when
-%% the call returns, and the next open replays what redb had not synced;
-%% the node's writer ({@link fraghash_redb_db}) syncs within
-%% `redb_sync_ms' (default 1000 ms) of a write, and {@link sync/0} at
-%% once. With `immediate', each call returns once its change is synced,
+%% visible to reads and kept should the VM die. With the default
+%% `redb_durability' of `logged', the change is in the database's log
+%% (written to the operating system, not synced) and its memtable when the
+%% call returns, and the next open replays what redb had not synced; the
+%% node's writer ({@link fraghash_redb_db}) has the memtable flushed to
+%% redb with a sync within `redb_sync_ms' (default 1000 ms) of a write,
+%% and {@link sync/0} commits it at once. With `immediate', each call returns once its change is synced,
 %% and concurrent committers share syncs (group commit). So when
 %% `mnesia:transaction/1' (or a dirty write) returns on a node that holds
 %% a `redb_copies' replica, every change it made to that replica survives
@@ -72,10 +72,10 @@
 %%
 %% == Reads ==
 %% Readers call the NIF directly (dirty I/O schedulers), concurrently.
-%% `lookup' is one B-tree search (the tables of the last committed state
-%% stay open between commits, so a read does not search redb's table of
-%% tables first). `first/last/next/prev' are one search
-%% each. `select' ({@link fraghash_redb_select}) compiles the match spec
+%% `lookup' is a look in the memtable and then one B-tree search (the
+%% tables of the last committed state stay open between commits, so a read
+%% does not search redb's table of tables first). `first/last/next/prev'
+%% are one search each, merged with the memtable's changes. `select' ({@link fraghash_redb_select}) compiles the match spec
 %% with `ets:match_spec_compile/1'; when every clause's head binds the key
 %% to a ground term it reads only those keys; when every clause binds a
 %% leading part of the key (`{user, 42, '_'}', `[$a | '_']') it reads only

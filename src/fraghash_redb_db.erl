@@ -26,7 +26,7 @@
 %% returned survives the death of the VM (kill -9 included): the next open
 %% replays the log. A flush commits the memtable to redb with a sync, in a
 %% process of its own while writes go on, as soon as the memtable passes
-%% `redb_memtable_bytes' (default 8 MiB) and otherwise `redb_sync_ms'
+%% `redb_memtable_bytes' (default 1 MiB) and otherwise `redb_sync_ms'
 %% (default 1000) milliseconds after the first write since the last flush
 %% began; the writes since the last flush can be lost to a crash of the
 %% operating system or a power cut. {@link fraghash_redb_copies:sync/0}
@@ -66,7 +66,7 @@
 -define(MAX_CACHE, 1 bsl 30).
 %% The memtable's size past which it is flushed at once (else within
 %% redb_sync_ms).
--define(MEMTABLE_BYTES, 8 bsl 20).
+-define(MEMTABLE_BYTES, 1 bsl 20).
 
 %% calls: write calls answered; commits: the database writes they took;
 %% durability: how a group commits (logged | immediate); sync_timer: the

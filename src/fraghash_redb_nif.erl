@@ -100,7 +100,7 @@ order_key_etf_dirty(_Etf) -> ?NIF.
 %% default 64 MiB), `verify' (check every page on open; default false)
 %% and `memtable_bytes' (the memtable's size past which {@link
 %% wants_flush/1} says `true'; a write finding four times as much flushes
-%% first; default 8 MiB).
+%% first; default 1 MiB).
 -spec open(binary(), #{create => boolean(), cache_bytes => non_neg_integer(),
                        verify => boolean(), memtable_bytes => non_neg_integer()}) ->
           {ok, db()} | error().

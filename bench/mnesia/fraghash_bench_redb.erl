@@ -17,8 +17,13 @@
 %% The three VMs load their tables one after the other; every later phase
 %% then runs on the three in turn (the order turning by one each phase),
 %% so that the figures compared on one line were taken within seconds of
-%% each other on a machine shared with other work. The load average of
-%% the machine is printed before and after.
+%% each other on a machine shared with other work. The read and write
+%% phases go further: each runs in ?ROUNDS rounds of ?ROUND_SECONDS s per
+%% type, the types taking turns within each round (the order turning by
+%% one each round), and each figure is the median of a type's rounds
+%% (operations: their sum), so that a few busy seconds of the machine fall
+%% on one round of every type rather than on one type's whole phase. The
+%% load average of the machine is printed before and after.
 %% <ol>
 %% <li>Load: the N records written by ?LOADERS processes, each in
 %% transactions of ?LOAD_BATCH records (batches dealt round-robin); wall
@@ -34,7 +39,9 @@
 %% <li>Writes: transactions of one `mnesia:write/1' each, overwriting a
 %% random key with a fresh value, by 1 writer, then by 16 concurrent ones;
 %% total writes/s and p99 latency (µs) of a transaction.</li>
-%% <li>Disc: the size of Mnesia's directory once Mnesia is stopped.</li>
+%% <li>Disc: the disc space Mnesia's directory takes once Mnesia is
+%% stopped (its files' allocated blocks, `du -sk': a file redb made
+%% longer than the pages it holds counts for those pages only).</li>
 %% <li>Reopen: `mnesia:start()' until `mnesia:wait_for_tables([bench],
 %% infinity)' returns (the backend is in the schema, so Mnesia starts it
 %% itself); the table's size is checked afterwards.</li>
@@ -44,14 +51,15 @@
 %% seconds, records moved, and 10,000 random keys read back through
 %% `mnesia_frag'.</li>
 %% </ol>
-%% Every read and write phase stops after ?SECONDS s or ?MAX_OPS operations,
-%% whichever comes first, so a run's length grows with N only through the
-%% load, the scan and the reopen.
+%% Every round of a read or write phase stops after ?ROUND_SECONDS s or
+%% ?MAX_OPS operations, whichever comes first, so a run's length grows with
+%% N only through the load, the scan and the reopen.
 %%
 %% Durability differs and the figures should be read with it: a
 %% `redb_copies' write (its default `redb_durability', `logged') is in the
-%% redb database's log before its transaction returns, so it survives a
-%% kill -9 of the VM, and synced within `redb_sync_ms'; a `disc_copies' or
+%% redb database's log and its memtable before its transaction returns, so
+%% it survives a kill -9 of the VM, and synced within `redb_sync_ms' by a
+%% flush; a `disc_copies' or
 %% `disc_only_copies' write is in Mnesia's log (`LATEST.LOG', written
 %% through `disk_log', not synced per transaction) and the table when it
 %% returns.
@@ -70,10 +78,14 @@
 -define(VALUE_BYTES, 100).
 -define(LOADERS, 16).
 -define(LOAD_BATCH, 1000).
--define(SECONDS, 5).
+%% Read and write phases: ?ROUNDS rounds of ?ROUND_SECONDS s per storage
+%% type, the types taking turns within each round.
+-define(ROUNDS, 5).
+-define(ROUND_SECONDS, 1).
 -define(MAX_OPS, 1000000).
 -define(WRITERS, 16).
 -define(ALL, [redb_copies, disc_only_copies, disc_copies]).
+-define(ROUNDED, [read_dirty, read_tx, write1, write16]).
 
 %% @doc Every storage type, for each of `Sizes' (records), in scratch
 %% directories under `Dir' (removed after each size).
@@ -109,10 +121,9 @@ one_size(Dir, N, Storages, Opts) ->
         %% by one each phase.
         Phases = [read_dirty, read_tx, scan, write1, write16, reopen]
             ++ [grow || lists:member(grow, Opts)],
-        Timed = [begin
-                     Shift = (I - 1) rem length(Peers),
-                     {A, B} = lists:split(Shift, Peers),
-                     [{S, phase_on(P, S, {Phase, N})} || {S, P} <- B ++ A]
+        Timed = [case lists:member(Phase, ?ROUNDED) of
+                     true -> rounds(Phase, I, Peers, N);
+                     false -> [{S, phase_on(P, S, {Phase, N})} || {S, P} <- turn(Peers, I)]
                  end || {I, Phase} <- lists:zip(lists:seq(1, length(Phases)), Phases)],
         Results = [{S, lists:foldl(fun maps:merge/2, L,
                                    [M || Round <- Timed, {S2, M} <- Round, S2 =:= S])}
@@ -124,6 +135,32 @@ one_size(Dir, N, Storages, Opts) ->
         [peer:stop(P) || {_, P} <- Peers],
         [file:del_dir_r(sub(Dir, S, N)) || S <- Storages]
     end.
+
+%% The storage types in the order of turn I: turning by one each time.
+turn(Peers, I) ->
+    {A, B} = lists:split((I - 1) rem length(Peers), Peers),
+    B ++ A.
+
+%% A phase run in ?ROUNDS rounds, the types taking turns within each (the
+%% order turning by one each round), so that a few seconds of a busy
+%% machine fall on every type alike; each figure is the median of the
+%% type's rounds, and `ops' their sum.
+rounds(Phase, I, Peers, N) ->
+    Runs = [[{S, peer:call(P, ?MODULE, phase, [{Phase, N}], infinity)}
+             || {S, P} <- turn(Peers, I + R)]
+            || R <- lists:seq(0, ?ROUNDS - 1)],
+    [begin
+         Ms = [M || Round <- Runs, {S2, M} <- Round, S2 =:= S],
+         M = maps:map(fun(K, _) ->
+                              Vs = [maps:get(K, X) || X <- Ms],
+                              case lists:suffix("_ops", atom_to_list(K)) of
+                                  true -> lists:sum(Vs);
+                                  false -> lists:nth((length(Vs) + 1) div 2, lists:sort(Vs))
+                              end
+                      end, hd(Ms)),
+         io:format("  ~s ~s: ~s~n", [S, Phase, json_object(M)]),
+         {S, M}
+     end || {S, _} <- Peers].
 
 %% A phase's figures, printed as soon as they are in (a long run stopped
 %% part way keeps what it measured).
@@ -296,7 +333,7 @@ value() ->
     crypto:strong_rand_bytes(?VALUE_BYTES).
 
 deadline() ->
-    now_ns() + ?SECONDS * 1000000000.
+    now_ns() + ?ROUND_SECONDS * 1000000000.
 
 now_ns() ->
     erlang:monotonic_time(nanosecond).
@@ -321,9 +358,11 @@ rss() ->
             0
     end.
 
+%% The blocks the directory's files take (a sparse file counts for what it
+%% holds).
 dir_bytes(Dir) ->
-    {ok, Names} = file:list_dir(Dir),
-    lists:sum([filelib:file_size(filename:join(Dir, F)) || F <- Names]).
+    [Kb | _] = string:lexemes(os:cmd("du -sk '" ++ Dir ++ "'"), " \t\n"),
+    list_to_integer(Kb) * 1024.
 
 loadavg() ->
     case file:read_file("/proc/loadavg") of

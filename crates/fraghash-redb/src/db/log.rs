@@ -1,36 +1,42 @@
 //! The database's log: where a [`Durability::Logged`] batch lives until a
 //! synced redb commit holds it.
 //!
-//! redb forgets a commit made without a sync when the process dies: the
-//! next open goes back to the last synced one. So a logged batch is first
-//! appended to the log file beside the database (`<database>.log`), in one
-//! positioned write, and only then committed to redb without a sync. Once
-//! [`super::Db::write`] returns, the batch is in the operating system's
-//! page cache and survives the death of the process (a kill -9 included);
-//! a crash of the operating system or a power cut can lose the batches
-//! logged since the last synced commit, which the log does not sync.
+//! A logged batch goes to the memtable, which the process's death takes
+//! with it. So it is first appended to the log beside the database, in
+//! one positioned write. Once [`super::Db::write`] returns, the batch is in
+//! the operating system's page cache and survives the death of the process
+//! (a kill -9 included); a crash of the operating system or a power cut
+//! can lose the batches logged since the last synced commit, which the log
+//! does not sync.
+//!
+//! ## Two files
+//! The log is two files, `<database>.log` and `<database>.log2`. Appends
+//! go to one of them. A flush turns them to the other (which the last
+//! flush emptied) as it freezes the memtable, so that the frozen layer's
+//! records are all in the first file and every later one in the second;
+//! once its synced commit holds them, it empties the first.
 //!
 //! ## Sequence numbers
-//! Each record carries a number one above the last. A synced commit (an
-//! [`Durability::Immediate`] batch, a table created or deleted,
-//! [`super::Db::sync`]) makes every earlier commit durable and stores, in
-//! the same transaction, the number of the last record appended then in
-//! the meta table (`log_seq`); the log is then emptied. The commit of a
-//! logged batch stores nothing more than the batch: redb forgets it at a
-//! crash anyway, and writing the number there would cost every commit a
-//! page of the meta table. So after a crash the durable `log_seq` is the
-//! number of the last record the last synced commit holds, and opening
-//! replays, in one synced commit, exactly the records numbered above it.
-//! A crash between the synced commit and the emptying leaves records that
-//! the number tells to skip. (Were redb ever to keep an unsynced commit,
-//! the replay would still be right: it applies, in their order, whole
-//! batches of puts, deletes and clears, which give every key the value its
-//! last op gives it, from any state that holds a prefix of them.)
+//! Each record carries a number one above the last, across both files. A
+//! synced commit (a flush, an [`Durability::Immediate`] batch, a table
+//! created or deleted, [`super::Db::sync`]) stores, in the same
+//! transaction, the number of the last record it holds in the meta table
+//! (`log_seq`). So after a crash the durable `log_seq` is the number of the
+//! last record the last synced commit holds, and opening replays, in one
+//! synced commit, exactly the records numbered above it, from both files
+//! in their order. A crash between a synced commit and the emptying of a
+//! file leaves records that the number tells to skip. (Were a replayed
+//! record's changes in redb already, the replay would still be right: it
+//! applies, in their order, whole batches of puts, deletes and clears,
+//! which give every key the value its last op gives it, from any state
+//! that holds a prefix of them.)
 //!
 //! ## A torn end
 //! A record that ends early, whose checksum fails or whose number is not
-//! the next one ends the log: a write the death of the machine tore, or
-//! bytes left past the end by an append that failed. The log is cut there.
+//! the next one ends its file: a write the death of the machine tore, or
+//! bytes left past the end by an append that failed. The file is cut
+//! there. Records after a gap in the numbers (the first file's end lost to
+//! a crash of the machine, the second's kept) are not replayed.
 //!
 //! ## Format
 //! An 8-byte header `fhrlog\0\x01`, then records `[body length: u32 LE]
