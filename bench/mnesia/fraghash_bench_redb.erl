@@ -17,12 +17,13 @@
 %% The three VMs load their tables one after the other; every later phase
 %% then runs on the three in turn (the order turning by one each phase),
 %% so that the figures compared on one line were taken within seconds of
-%% each other on a machine shared with other work. The read and write
-%% phases go further: each runs in ?ROUNDS rounds of ?ROUND_SECONDS s per
-%% type, the types taking turns within each round (the order turning by
-%% one each round), and each figure is the median of a type's rounds
-%% (operations: their sum), so that a few busy seconds of the machine fall
-%% on one round of every type rather than on one type's whole phase. The
+%% each other on a machine shared with other work. The read, scan and
+%% write phases go further: each runs in ?ROUNDS rounds (of ?ROUND_SECONDS
+%% s per type, or one scan), the types taking turns within each round (the
+%% order turning by one each round), and each figure is the median of a
+%% type's rounds (operations: their sum), so that a few busy seconds of the
+%% machine fall on one round of every type rather than on one type's whole
+%% phase. The
 %% load average of the machine is printed before and after.
 %% <ol>
 %% <li>Load: the N records written by ?LOADERS processes, each in
@@ -34,8 +35,8 @@
 %% `mnesia:activity(async_dirty, _)', then the same in `transaction';
 %% ops/s, median and 99th percentile latency (µs) of the whole activity.</li>
 %% <li>Full scan: `mnesia:select(bench, [{'_', [], ['$_']}])' in one
-%% `async_dirty' activity (every record returned in one list), three
-%% times; the median's seconds and records/s.</li>
+%% `async_dirty' activity (every record returned in one list), once per
+%% round; seconds and records/s.</li>
 %% <li>Writes: transactions of one `mnesia:write/1' each, overwriting a
 %% random key with a fresh value, by 1 writer, then by 16 concurrent ones;
 %% total writes/s and p99 latency (µs) of a transaction.</li>
@@ -85,7 +86,7 @@
 -define(MAX_OPS, 1000000).
 -define(WRITERS, 16).
 -define(ALL, [redb_copies, disc_only_copies, disc_copies]).
--define(ROUNDED, [read_dirty, read_tx, write1, write16]).
+-define(ROUNDED, [read_dirty, read_tx, scan, write1, write16]).
 
 %% @doc Every storage type, for each of `Sizes' (records), in scratch
 %% directories under `Dir' (removed after each size).
@@ -207,18 +208,12 @@ phase({read_dirty, N}) ->
 phase({read_tx, N}) ->
     prefixed(read_tx, reads(transaction, N));
 phase({scan, N}) ->
-    %% The median of three: one scan's time moves by half between runs on
-    %% a shared machine (most of it building the list of N records).
-    Scans = [begin
-                 {S, N} = timed(fun() ->
-                                        length(mnesia:activity(async_dirty, fun() ->
-                                            mnesia:select(?TAB, [{'_', [], ['$_']}]) end))
-                                end),
-                 true = erlang:garbage_collect(),
-                 S
-             end || _ <- [1, 2, 3]],
-    ScanS = lists:nth(2, lists:sort(Scans)),
-    #{scan_s => ScanS, scan_rps => N / ScanS};
+    {S, N} = timed(fun() ->
+                           length(mnesia:activity(async_dirty, fun() ->
+                               mnesia:select(?TAB, [{'_', [], ['$_']}]) end))
+                   end),
+    true = erlang:garbage_collect(),
+    #{scan_s => S, scan_rps => N / S};
 phase({write1, N}) ->
     prefixed(write1, writes(1, N));
 phase({write16, N}) ->

@@ -161,11 +161,19 @@ impl Db {
 
     /// The bytes table `table`'s records take in the file (keys and
     /// values as stored in its leaf pages, without page overhead), once
-    /// the memtable is synced (which this does first). Walks every page of
-    /// the table: O(its size), for inspection, not for a hot path.
+    /// the memtable's changes to it are committed (this syncs first when
+    /// it holds any). Walks every page of the table: O(its size), for
+    /// inspection, not for a hot path.
     pub fn stored_bytes(&self, table: &str) -> Result<u64, DbError> {
         super::check_name(table)?;
-        self.sync()?;
+        let pending = {
+            let view = self.view();
+            let changes = |l: &Layer| l.tables.contains_key(table);
+            changes(&view.active) || view.frozen.as_deref().is_some_and(changes)
+        };
+        if pending {
+            self.sync()?;
+        }
         let view = self.view();
         let stats = self.base_table(&view, table)?.stats().at(&self.path)?;
         Ok(stats.stored_bytes())
