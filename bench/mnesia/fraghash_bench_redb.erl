@@ -20,10 +20,11 @@
 %% each other on a machine shared with other work. The read, scan and
 %% write phases go further: each runs in ?ROUNDS rounds (of ?ROUND_SECONDS
 %% s per type, or one scan), the types taking turns within each round (the
-%% order turning by one each round), and each figure is the median of a
-%% type's rounds (operations: their sum), so that a few busy seconds of the
-%% machine fall on one round of every type rather than on one type's whole
-%% phase. The
+%% order turning by one each round): a rate is all of a type's rounds'
+%% operations over all their time, a latency the median of its rounds'
+%% (the line printed as each phase ends has every round's rate), so that
+%% the machine's busy seconds fall on every type alike rather than on one
+%% type's whole phase. The
 %% load average of the machine is printed before and after.
 %% <ol>
 %% <li>Load: the N records written by ?LOADERS processes, each in
@@ -81,7 +82,7 @@
 -define(LOAD_BATCH, 1000).
 %% Read and write phases: ?ROUNDS rounds of ?ROUND_SECONDS s per storage
 %% type, the types taking turns within each round.
--define(ROUNDS, 5).
+-define(ROUNDS, 9).
 -define(ROUND_SECONDS, 1).
 -define(MAX_OPS, 1000000).
 -define(WRITERS, 16).
@@ -144,24 +145,43 @@ turn(Peers, I) ->
 
 %% A phase run in ?ROUNDS rounds, the types taking turns within each (the
 %% order turning by one each round), so that a few seconds of a busy
-%% machine fall on every type alike; each figure is the median of the
-%% type's rounds, and `ops' their sum.
+%% machine fall on every type alike; each type's figures combined over its
+%% rounds by combine/2.
 rounds(Phase, I, Peers, N) ->
     Runs = [[{S, peer:call(P, ?MODULE, phase, [{Phase, N}], infinity)}
              || {S, P} <- turn(Peers, I + R)]
             || R <- lists:seq(0, ?ROUNDS - 1)],
     [begin
          Ms = [M || Round <- Runs, {S2, M} <- Round, S2 =:= S],
-         M = maps:map(fun(K, _) ->
-                              Vs = [maps:get(K, X) || X <- Ms],
-                              case lists:suffix("_ops", atom_to_list(K)) of
-                                  true -> lists:sum(Vs);
-                                  false -> lists:nth((length(Vs) + 1) div 2, lists:sort(Vs))
-                              end
-                      end, hd(Ms)),
-         io:format("  ~s ~s: ~s~n", [S, Phase, json_object(M)]),
+         M = maps:map(fun(K, _) -> combine(K, Ms) end, hd(Ms)),
+         Rate = hd([K || K <- maps:keys(M), lists:suffix("_ops_s", atom_to_list(K))
+                             orelse K =:= scan_rps]),
+         io:format("  ~s ~s: ~s; rounds, ~s: ~w~n",
+                   [S, Phase, json_object(M), Rate,
+                    [round(maps:get(Rate, X)) || X <- Ms]]),
          {S, M}
      end || {S, _} <- Peers].
+
+%% Figure K over a type's rounds Ms: operations summed; a rate (ops/s,
+%% records/s) every round's operations over every round's time, which
+%% weighs each round by its length; seconds summed over a scan's rounds
+%% and divided by their number; a latency the median of the rounds'.
+combine(K, Ms) ->
+    Vs = [maps:get(K, M) || M <- Ms],
+    Name = atom_to_list(K),
+    case {lists:suffix("_ops", Name), lists:suffix("_ops_s", Name), K} of
+        {true, _, _} ->
+            lists:sum(Vs);
+        {_, true, _} ->
+            Ops = [maps:get(list_to_atom(lists:sublist(Name, length(Name) - 2)), M) || M <- Ms],
+            lists:sum(Ops) / lists:sum([O / R || {O, R} <- lists:zip(Ops, Vs)]);
+        {_, _, scan_rps} ->
+            length(Ms) / lists:sum([1 / R || R <- Vs]);
+        {_, _, scan_s} ->
+            lists:sum(Vs) / length(Vs);
+        _ ->
+            lists:nth((length(Vs) + 1) div 2, lists:sort(Vs))
+    end.
 
 %% A phase's figures, printed as soon as they are in (a long run stopped
 %% part way keeps what it measured).
