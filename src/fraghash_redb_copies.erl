@@ -390,7 +390,7 @@ next(_Alias, Tab, Key) ->
 prev(_Alias, Tab, Key) ->
     key_of(Tab, fraghash_redb_nif:prev(fraghash_redb_db:handle(), name(Tab), order_key(Key))).
 
-%% @private Records are read from the last committed state: nothing to fix.
+%% @private Each read sees every write made before it: nothing to fix.
 fixtable(_Alias, _Tab, _Bool) -> true.
 
 %% @private

@@ -172,9 +172,10 @@ remove_aliases(Aliases) ->
             end
     end.
 
-%% @doc Write calls answered and redb transactions (syncs) they took since
-%% the database was opened: `commits' below `calls' means group commit
-%% shared syncs.
+%% @doc Write calls answered and the groups they were written in since the
+%% database was opened (each group one append to the log, or with
+%% `immediate' one synced commit): `commits' below `calls' means callers
+%% shared them (group commit).
 -spec stats() -> #{calls := non_neg_integer(), commits := non_neg_integer()}.
 stats() ->
     gen_server:call(?MODULE, stats, infinity).
