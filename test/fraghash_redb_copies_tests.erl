@@ -39,6 +39,8 @@ redb_copies_test_() ->
                {timeout, ?T, {"an index follows its table", fun index/0}},
                {"a key that cannot be stored aborts the transaction", fun bad_key/0},
                {timeout, ?T, {"concurrent writers share syncs", fun group_commit/0}},
+               {timeout, ?T, {"the memtable is flushed in the background: past its size, "
+                              "and within redb_sync_ms", fun background_flush/0}},
                {timeout, ?T, {"backup, checkpoint, restore, change_table_copy_type, "
                               "transform_table, slot", fun() -> tools(Dir) end}},
                {timeout, ?T, {"stop and start Mnesia: everything still there", fun restart/0}},
@@ -329,6 +331,38 @@ group_commit() ->
     ?assertEqual(400, C1 - C0),
     ?assert(K1 - K0 < C1 - C0),
     ?assertEqual(400, mnesia:table_info(gc, size)).
+
+%% The log holds what no flush has committed yet: a lone write is flushed
+%% within redb_sync_ms, and past the memtable's size (1 MiB by default) the
+%% writer has it flushed while writes go on. (A changed redb_sync_ms counts
+%% from the next flush the writer arms.)
+background_flush() ->
+    ok = create(bf, set),
+    Log = fun() -> filelib:file_size(fraghash_redb_db:path() ++ ".log")
+                       + filelib:file_size(fraghash_redb_db:path() ++ ".log2") end,
+    Value = binary:copy(<<7>>, 500),
+    ok = application:set_env(fraghash, redb_sync_ms, 100),
+    %% Any flush armed by the earlier cases (after 1 s) has run.
+    timer:sleep(1500),
+    ok = mnesia:dirty_write({bf, first, Value}),
+    %% Both files back to their 8-byte headers.
+    ?assert(wait_until(fun() -> Log() =:= 16 end, 5000)),
+    ok = application:set_env(fraghash, redb_sync_ms, 600000),
+    timer:sleep(300),
+    [ok = mnesia:dirty_write({bf, I, Value}) || I <- lists:seq(1, 3000)],
+    %% 1.5 MB written and no flush due for 10 minutes: one past the size
+    %% emptied a log file, and only what came after it (under 1 MiB and a
+    %% group) may be left once it ends.
+    Flushed = wait_until(fun() -> Log() < 1 bsl 20 end, 5000),
+    ok = application:unset_env(fraghash, redb_sync_ms),
+    ok = fraghash_redb_copies:sync(),
+    ?assert(Flushed),
+    ?assertEqual(3001, mnesia:table_info(bf, size)).
+
+wait_until(Pred, Ms) when Ms =< 0 ->
+    Pred();
+wait_until(Pred, Ms) ->
+    Pred() orelse begin timer:sleep(50), wait_until(Pred, Ms - 50) end.
 
 tools(Dir) ->
     ok = create(tools, ordered_set),
