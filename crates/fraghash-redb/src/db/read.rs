@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, RwLockReadGuard, RwLockWriteGuard};
 use redb::{ReadableDatabase, ReadableTableMetadata};
 
 use super::error::At;
-use super::memtable::{merge, Layer, Stream};
+use super::memtable::{merge, Change, Layer, Stream};
 use super::{data_def, Db, DbError, DATA_PREFIX};
 
 type Table = redb::ReadOnlyTable<&'static [u8], &'static [u8]>;
@@ -128,26 +128,26 @@ impl Db {
         table: &str,
         key: &[u8],
     ) -> Result<Option<Vec<u8>>, DbError> {
-        if let Some(change) = view.active.get(table, key) {
-            return Ok(change.clone());
+        match in_layers(view, table, key) {
+            Some(change) => Ok(change.clone()),
+            None => self.base_get(&*self.base_table(view, table)?, key),
         }
-        if let Some(change) = view.frozen.as_ref().and_then(|f| f.get(table, key)) {
-            return Ok(change.clone());
-        }
-        let t = self.base_table(view, table)?;
-        let v = t.get(key).at(&self.path)?;
-        Ok(v.map(|g| g.value().to_vec()))
     }
 
     /// The value of `key` in table `table`, if there.
     pub fn get(&self, table: &str, key: &[u8]) -> Result<Option<Vec<u8>>, DbError> {
-        super::check_name(table)?;
         let view = self.view();
-        if view.active.get(table, key).is_none() {
-            // The table must exist even when a layer answers.
-            self.base_table(&view, table)?;
+        // The table must exist even when a layer answers.
+        let t = self.base_table(&view, table)?;
+        match in_layers(&view, table, key) {
+            Some(change) => Ok(change.clone()),
+            None => self.base_get(&t, key),
         }
-        self.lookup(&view, table, key)
+    }
+
+    fn base_get(&self, t: &Table, key: &[u8]) -> Result<Option<Vec<u8>>, DbError> {
+        let v = t.get(key).at(&self.path)?;
+        Ok(v.map(|g| g.value().to_vec()))
     }
 
     /// How many records table `table` holds.
@@ -307,4 +307,12 @@ impl Db {
         tables.insert(name.to_owned(), Arc::clone(&table));
         Ok(table)
     }
+}
+
+/// What `view`'s layers say of `key` in table `table`, the active layer
+/// first: `None` when neither changes it.
+fn in_layers<'v>(view: &'v View, table: &str, key: &[u8]) -> Option<&'v Change> {
+    view.active
+        .get(table, key)
+        .or_else(|| view.frozen.as_ref().and_then(|f| f.get(table, key)))
 }

@@ -193,23 +193,21 @@ impl Db {
         w: &mut Writer,
         change: impl FnOnce(&redb::WriteTransaction) -> Result<(), DbError>,
     ) -> Result<(), DbError> {
-        let p = &self.path;
         let (frozen, active_empty) = {
             let view = self.view();
             (view.frozen.clone(), view.active.is_empty())
         };
-        let mut txn = self.db.begin_write().at(p)?;
-        txn.set_durability(redb::Durability::Immediate).at(p)?;
-        if let Some(frozen) = &frozen {
-            self.apply_layer(&txn, frozen)?;
-        }
-        if !active_empty {
-            // No batch can change the active layer: the writer lock is held.
-            self.apply_layer(&txn, &self.view().active)?;
-        }
-        change(&txn)?;
-        mark_log_seq(&txn, p, w.log.last_seq())?;
-        let committed = txn.commit().at(p);
+        let committed = self.synced_commit(w.log.last_seq(), |txn| {
+            if let Some(frozen) = &frozen {
+                self.apply_layer(txn, frozen)?;
+            }
+            if !active_empty {
+                // No batch can change the active layer: the writer lock is
+                // held.
+                self.apply_layer(txn, &self.view().active)?;
+            }
+            change(txn)
+        });
         let base = committed.and_then(|()| self.open_base());
         // After a failed commit redb may hold part of it (a failed sync
         // once its pages were written): the catalogue is read again.
@@ -226,10 +224,21 @@ impl Db {
 
     /// The synced commit of a flush: layer `layer`, marked with `seq`.
     fn commit_layer(&self, layer: &Layer, seq: u64) -> Result<(), DbError> {
+        self.synced_commit(seq, |txn| self.apply_layer(txn, layer))
+    }
+
+    /// One synced redb transaction of what `fill` writes, marked with log
+    /// number `seq` (the last record it holds). Every commit of a
+    /// [`Db`]'s batches goes through here.
+    fn synced_commit(
+        &self,
+        seq: u64,
+        fill: impl FnOnce(&redb::WriteTransaction) -> Result<(), DbError>,
+    ) -> Result<(), DbError> {
         let p = &self.path;
         let mut txn = self.db.begin_write().at(p)?;
         txn.set_durability(redb::Durability::Immediate).at(p)?;
-        self.apply_layer(&txn, layer)?;
+        fill(&txn)?;
         mark_log_seq(&txn, p, seq)?;
         txn.commit().at(p)
     }
@@ -275,16 +284,16 @@ impl Db {
         self.check_tables(ops)?;
         let p = &self.path;
         let mut open = HashMap::new();
+        let data = |table: &str| format!("{DATA_PREFIX}{table}");
         for op in ops {
-            let data = format!("{DATA_PREFIX}{}", op.table());
-            if let Op::Clear { .. } = op {
-                open.remove(op.table());
-                txn.delete_table(data_def(&data)).at(p)?;
+            if let Op::Clear { table } = op {
+                open.remove(table);
+                txn.delete_table(data_def(&data(table))).at(p)?;
             }
             let table = match open.entry(op.table()) {
                 std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
                 std::collections::hash_map::Entry::Vacant(e) => {
-                    e.insert(txn.open_table(data_def(&data)).at(p)?)
+                    e.insert(txn.open_table(data_def(&data(op.table()))).at(p)?)
                 }
             };
             match *op {
