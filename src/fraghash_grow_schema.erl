@@ -309,7 +309,8 @@ dumper_caught_up(Tab, Deadline) ->
 %% dumper with more queued is behind its writers, and the locks are what
 %% lets it catch up (`dumper_caught_up/2'): the change goes on at once.
 dump_done(Deadline) ->
-    case lists:max([0 | [Q || {_N, Q} <- queued()]]) =:= 1 andalso erlang:monotonic_time(millisecond) < Deadline of
+    Busiest = lists:max([0 | [Q || {_N, Q} <- queued()]]),
+    case Busiest =:= 1 andalso erlang:monotonic_time(millisecond) < Deadline of
         true -> timer:sleep(5), dump_done(Deadline);
         false -> ok
     end.
