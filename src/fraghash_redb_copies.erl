@@ -109,7 +109,7 @@
 -module(fraghash_redb_copies).
 -behaviour(mnesia_backend_type).
 
--export([register/0, register/1, sync/0, chunk/0, forget/1]).
+-export([register/0, register/1, sync/0, chunk/0, forget/1, repair_log/0]).
 
 %% Backend management
 -export([init_backend/0, add_aliases/1, remove_aliases/1]).
@@ -180,6 +180,23 @@ start_everywhere(Alias) ->
 -spec sync() -> ok.
 sync() ->
     ok = check(fraghash_redb_nif:sync(fraghash_redb_db:handle())).
+
+%% @doc Opens this node's database with its log repaired, with Mnesia
+%% stopped on this node, and says what it dropped. For a node whose Mnesia
+%% refuses to start because the log beside `fraghash.redb' is damaged
+%% (`log_damaged': whole logged writes follow bytes that fail their
+%% check) or missing (`log_missing'): the damaged part of that file and
+%% everything after it are dropped, a missing file is made anew. Keep a
+%% copy of the files first; where another node holds the tables, deleting
+%% this node's copies there and adding them again loses nothing instead.
+%% `{ok, []}' when the log was whole.
+-spec repair_log() -> {ok, [binary()]} | {error, term()}.
+repair_log() ->
+    case mnesia:system_info(is_running) of
+        no -> fraghash_redb_db:repair_log(fraghash_redb_db:path());
+        _ -> {error, {fraghash_redb, mnesia_running,
+                      <<"stop Mnesia on this node first (mnesia:stop())">>}}
+    end.
 
 %% @doc Records read per chunk by `select' and table loading.
 chunk() -> ?CHUNK.
@@ -359,7 +376,7 @@ info(_Alias, _Tab, _Item) ->
 
 %% @private `mnesia:delete_schema/1' removes files with these suffixes.
 %% The database and its log (fraghash_redb_db).
-real_suffixes() -> [".redb", ".redb.log"].
+real_suffixes() -> [".redb", ".redb.log", ".redb.log2"].
 
 %% @private
 tmp_suffixes() -> [].

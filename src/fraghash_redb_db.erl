@@ -51,6 +51,7 @@
 -behaviour(gen_server).
 
 -export([ensure_started/0, stop/0, handle/0, is_open/0, path/0, write/1, update_counter/4,
+         repair_log/1,
          add_aliases/1, remove_aliases/1, max_group/0, stats/0, check_file/1,
          default_cache_bytes/0]).
 -export([start_link/1]).
@@ -91,8 +92,8 @@ ensure_started() ->
                 {ok, _} -> ok;
                 {ok, _, _} -> ok;
                 {error, {already_started, _}} -> ok;
-                {error, {{fraghash_redb, _, _, _} = Why, _}} -> {error, Why};
-                {error, {fraghash_redb, _, _, _} = Why} -> {error, Why};
+                {error, {{fraghash_redb, _, _, _} = Why, _}} -> {error, advise(Why)};
+                {error, {fraghash_redb, _, _, _} = Why} -> {error, advise(Why)};
                 {error, Other} -> {error, {fraghash_redb, start_failed, Path, Other}}
             end
     end.
@@ -107,6 +108,30 @@ check_file(Path) ->
     case fraghash_redb_nif:open(unicode:characters_to_binary(Path), #{create => false}) of
         {ok, Db} -> fraghash_redb_nif:close(Db);
         {error, {Kind, Msg}} -> {error, {fraghash_redb, Kind, Path, Msg}}
+    end.
+
+%% A damaged or missing log: the call that opens the database anyway.
+advise({fraghash_redb, Kind, Path, Msg}) when Kind =:= log_damaged; Kind =:= log_missing ->
+    {fraghash_redb, Kind, Path,
+     <<Msg/binary, " (with Mnesia stopped on this node: fraghash_redb_copies:repair_log())">>};
+advise(Why) ->
+    Why.
+
+%% @doc Opens the database in `Path' with its log repaired (see
+%% {@link fraghash_redb_copies:repair_log/0}), and closes it: `{ok,
+%% Dropped}', one sentence for each part of the log dropped.
+-spec repair_log(file:filename()) -> {ok, [binary()]} | {error, term()}.
+repair_log(Path) ->
+    case fraghash_redb_nif:open(unicode:characters_to_binary(Path),
+                                #{create => false, repair_log => true}) of
+        {ok, Db} ->
+            Dropped = fraghash_redb_nif:log_repairs(Db),
+            case fraghash_redb_nif:close(Db) of
+                ok -> {ok, Dropped};
+                {error, {Kind, Msg}} -> {error, {fraghash_redb, Kind, Path, Msg}}
+            end;
+        {error, {Kind, Msg}} ->
+            {error, {fraghash_redb, Kind, Path, Msg}}
     end.
 
 %% @doc Stops the process and closes the database (no-op if not running).

@@ -27,7 +27,7 @@
 -export([order_key/1, order_key_etf/1, order_key_etf_dirty/1]).
 -export([open/2, close/1, create_table/3, delete_table/2, tables/1,
          write/3, sync/1, flush/1, wants_flush/1, get/3, first/2, last/2, next/3, prev/3,
-         chunk/5, records/5, size/2, stored_bytes/2]).
+         chunk/5, records/5, size/2, stored_bytes/2, log_repairs/1]).
 -export([load_status/0]).
 
 -on_load(init/0).
@@ -195,3 +195,8 @@ size(_Db, _Tab) -> ?NIF.
 %% as stored, without page overhead); walks every page of the table.
 -spec stored_bytes(db(), binary()) -> {ok, non_neg_integer()} | error().
 stored_bytes(_Db, _Tab) -> ?NIF.
+
+%% @doc What opening with `repair_log' dropped from the database's log,
+%% one sentence each (`[]' when the log was whole).
+-spec log_repairs(db()) -> [binary()] | error().
+log_repairs(_Db) -> ?NIF.

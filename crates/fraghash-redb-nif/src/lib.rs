@@ -20,11 +20,12 @@
 //! | `chunk(Db, Tab, Start, Dir, Max)` | dirty I/O | `{ok, [{Key, Value}], more \| done}` |
 //! | `records(Db, Tab, Prefix, Start, Max)` | dirty I/O | `{ok, [Term], LastKey \| none, more \| done, Undecoded}` |
 //! | `size(Db, Tab)` | dirty I/O | `{ok, Count}` |
+//! | `log_repairs(Db)` | normal (reads a short list) | `[Text]`: what opening with `repair_log` dropped |
 //!
 //! `Path`, `Name`, `Tab`, `Key`, `Value` and `Props` are binaries (keys are
 //! order keys, values any bytes). `Opts` is a map with optional `create`
-//! (boolean), `cache_bytes` (integer), `verify` (boolean) and
-//! `memtable_bytes` (integer). `Ops` is a
+//! (boolean), `cache_bytes` (integer), `verify` (boolean),
+//! `memtable_bytes` (integer) and `repair_log` (boolean). `Ops` is a
 //! list of `{put, Tab, Key, Value}`, `{delete, Tab, Key}` and `{clear,
 //! Tab}`, applied in one transaction; `Durability` is `immediate`,
 //! `logged` or `deferred` (`fraghash_redb::db::Durability`). `Start` is `edge`, `{after, Key}` or `{at, Key}`; `Dir` is
@@ -32,7 +33,8 @@
 //!
 //! Database calls return `{error, {Kind, Message}}` on failure, `Kind` one
 //! of `locked`, `foreign`, `corrupt`, `disk_full`, `not_found`, `io`,
-//! `storage`, `no_such_table`, `table_exists`, `bad_table_name`, `closed`
+//! `storage`, `no_such_table`, `table_exists`, `bad_table_name`,
+//! `log_damaged`, `log_missing`, `closed`
 //! and `Message` a binary. Order keys raise `{fraghash_redb, Reason,
 //! Message}`, `Reason` one of `unsupported_key`, `key_too_large`,
 //! `too_deep`, `bad_term`. Arguments of the wrong type raise `badarg`.
@@ -64,6 +66,9 @@ mod atoms {
         no_such_table,
         table_exists,
         bad_table_name,
+        log_damaged,
+        log_missing,
+        repair_log,
         closed,
         create,
         cache_bytes,
@@ -113,6 +118,8 @@ fn db_error<'a>(env: Env<'a>, e: &DbError) -> Term<'a> {
         DbError::NoSuchTable { .. } => atoms::no_such_table(),
         DbError::TableExists { .. } => atoms::table_exists(),
         DbError::BadTableName { .. } => atoms::bad_table_name(),
+        DbError::LogDamaged { .. } => atoms::log_damaged(),
+        DbError::LogMissing { .. } => atoms::log_missing(),
     };
     (atoms::error(), (kind, text(env, &e.to_string()))).encode(env)
 }
@@ -183,6 +190,9 @@ fn open_options(opts: Term) -> NifResult<OpenOptions> {
     if let Ok(v) = opts.map_get(atoms::memtable_bytes()) {
         o.memtable_bytes = v.decode()?;
     }
+    if let Ok(v) = opts.map_get(atoms::repair_log()) {
+        o.repair_log = v.decode()?;
+    }
     Ok(o)
 }
 
@@ -199,6 +209,19 @@ fn open<'a>(env: Env<'a>, path: Binary<'a>, opts: Term<'a>) -> NifResult<Term<'a
             (atoms::ok(), res).encode(env)
         }
         Err(e) => db_error(env, &e),
+    })
+}
+
+/// What opening with `repair_log` dropped from the log, one sentence each.
+#[rustler::nif]
+fn log_repairs(env: Env, db: ResourceArc<DbResource>) -> Term {
+    with_db(env, &db, |d| {
+        let texts: Vec<Term> = d
+            .log_repairs()
+            .iter()
+            .map(|r| text(env, &r.to_string()))
+            .collect();
+        Ok(texts.encode(env))
     })
 }
 

@@ -59,6 +59,31 @@ pub enum DbError {
         /// redb's message.
         message: String,
     },
+    /// A log file is damaged in the middle: whole batches follow bytes
+    /// that fail their check, so cutting there would drop batches that
+    /// were acknowledged. Opening with [`super::OpenOptions::repair_log`]
+    /// cuts it and says what it dropped.
+    #[error("{}: the log is damaged at offset {offset}, with {records_after} whole logged \
+             batch(es) after it that would be lost; keep a copy of the file, then open with \
+             the log repair to drop the damaged part and everything after it", path.display())]
+    LogDamaged {
+        /// The log file.
+        path: PathBuf,
+        /// Where the damage starts.
+        offset: u64,
+        /// The whole batches after it.
+        records_after: usize,
+    },
+    /// A log file is missing beside a database that had it: the batches
+    /// it held since the last synced commit would be lost without a word.
+    /// Opening with [`super::OpenOptions::repair_log`] makes it anew.
+    #[error("{}: the log file is missing, so the writes it held since the database's last \
+             sync are lost; restore it, or open with the log repair to go on without them",
+            path.display())]
+    LogMissing {
+        /// The missing file.
+        path: PathBuf,
+    },
     /// The table does not exist in the database.
     #[error("no table named {name:?}")]
     NoSuchTable {
