@@ -84,6 +84,15 @@ pub enum DbError {
         /// The missing file.
         path: PathBuf,
     },
+    /// An earlier I/O error (a full disc during a commit, say) left redb
+    /// refusing every operation until the database is opened again
+    /// ([`super::Db::reopen`]); the log holds every batch written since
+    /// the last synced commit, and the next open replays them.
+    #[error("{}: an earlier I/O error left the database unusable until it is opened again", path.display())]
+    Poisoned {
+        /// The database file.
+        path: PathBuf,
+    },
     /// The table does not exist in the database.
     #[error("no table named {name:?}")]
     NoSuchTable {
@@ -143,6 +152,7 @@ impl DbError {
             },
             redb::Error::Io(e) => DbError::io(path, e),
             redb::Error::TableDoesNotExist(name) => DbError::NoSuchTable { name },
+            redb::Error::PreviousIo => DbError::Poisoned { path: p },
             other => DbError::Storage {
                 path: p,
                 message: other.to_string(),

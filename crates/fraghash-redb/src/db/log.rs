@@ -48,6 +48,16 @@
 //! ([`DbError::LogMissing`]). Opening with `repair` cuts and goes on, and
 //! says what it dropped ([`LogRepair`]).
 //!
+//! ## Room kept ahead
+//! A full disc must not make an append fail after its caller was told the
+//! write would be taken. So each file keeps `reserve` bytes allocated past
+//! its end (Linux `fallocate` with `FALLOC_FL_KEEP_SIZE`: the file's length
+//! does not change, so reading is unaffected). When the file system cannot
+//! give that room, appends go on into what is reserved and
+//! [`Log::low_room`] says so, for the caller to stop taking writes until
+//! room comes back ([`Log::reserve_room`] tries again). Elsewhere than on
+//! Linux no room is reserved.
+//!
 //! ## Format
 //! An 8-byte header `fhrlog\0\x01`, then records `[body length: u32 LE]
 //! [crc32 of the body: u32 LE][body]`, the body `[seq: u64 LE]` then its
@@ -119,6 +129,12 @@ pub(super) struct Log {
     cur: usize,
     /// The number the next record takes.
     next_seq: u64,
+    /// The bytes each file keeps allocated past its end.
+    reserve: u64,
+    /// Where each file's allocated room ends, as far as known.
+    reserved: [u64; 2],
+    /// The last reservation failed for want of room.
+    low: bool,
 }
 
 fn io(path: &Path) -> impl Fn(std::io::Error) -> DbError + '_ {
@@ -310,8 +326,45 @@ impl Log {
             lens: [l0, l1],
             cur,
             next_seq: durable_seq.max(last_seen) + 1,
+            reserve: 0,
+            reserved: [0, 0],
+            low: false,
         };
         Ok((log, records, repairs))
+    }
+
+    /// Keeps `bytes` allocated past the end of each file from now on (and
+    /// tries to at once).
+    pub(super) fn set_reserve(&mut self, bytes: u64) {
+        self.reserve = bytes;
+        self.reserved = [0, 0];
+        self.reserve_room();
+    }
+
+    /// Whether the last reservation failed for want of room: the appends
+    /// taken since live on what was reserved before.
+    pub(super) fn low_room(&self) -> bool {
+        self.low
+    }
+
+    /// Tries to have `reserve` bytes allocated past the end of each file;
+    /// returns whether there is. Only a full disc counts as no room: any
+    /// other failure (a file system without `fallocate`) leaves appends to
+    /// report their own errors.
+    pub(super) fn reserve_room(&mut self) -> bool {
+        self.low = false;
+        for c in 0..2 {
+            let want = self.lens[c] + self.reserve;
+            if self.reserve == 0 || self.reserved[c] >= want {
+                continue;
+            }
+            match allocate(&self.files[c], want) {
+                Ok(()) => self.reserved[c] = want,
+                Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => self.low = true,
+                Err(_) => self.reserved[c] = want,
+            }
+        }
+        !self.low
     }
 
     /// The number of the last record appended (the durable number the log
@@ -357,6 +410,10 @@ impl Log {
             .map_err(io(&self.paths[c]))?;
         self.lens[c] += body.len() as u64;
         self.next_seq += 1;
+        // Half the reserve used: ask for more ahead of need.
+        if self.lens[c] + self.reserve / 2 > self.reserved[c] {
+            self.reserve_room();
+        }
         Ok(seq)
     }
 
@@ -378,6 +435,10 @@ impl Log {
         if self.lens[old] != HEADER_LEN {
             let _ = self.files[old].set_len(HEADER_LEN);
             self.lens[old] = HEADER_LEN;
+            // Cutting the file freed its room: the next rotation appends
+            // to it.
+            self.reserved[old] = 0;
+            self.reserve_room();
         }
     }
 
@@ -389,8 +450,30 @@ impl Log {
         if self.lens[c] != HEADER_LEN {
             let _ = self.files[c].set_len(HEADER_LEN);
             self.lens[c] = HEADER_LEN;
+            self.reserved[c] = 0;
+            self.reserve_room();
         }
     }
+}
+
+/// Allocates the first `len` bytes of `file` without changing its length.
+#[cfg(target_os = "linux")]
+fn allocate(file: &File, len: u64) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let len = libc::off_t::try_from(len).map_err(|_| std::io::ErrorKind::InvalidInput)?;
+    // SAFETY: fallocate on a file descriptor this `File` owns, with no
+    // pointers passed.
+    let r = unsafe { libc::fallocate(file.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE, 0, len) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn allocate(_file: &File, _len: u64) -> std::io::Result<()> {
+    Ok(())
 }
 
 fn op_len(op: &Op) -> usize {

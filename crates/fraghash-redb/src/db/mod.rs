@@ -68,6 +68,7 @@ mod write;
 use std::collections::HashSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Condvar, Mutex, MutexGuard, RwLock};
 
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
@@ -126,6 +127,11 @@ pub struct OpenOptions {
     /// file is made anew, and [`Db::log_repairs`] says what was dropped.
     /// Default: `false`.
     pub repair_log: bool,
+    /// The bytes each log file keeps allocated past its end, so that a
+    /// full disc is seen ([`Db::has_room`] turns false) while the logged
+    /// batches of the writes under way still fit (Linux only). Default:
+    /// 4 MiB.
+    pub log_reserve_bytes: u64,
 }
 
 impl Default for OpenOptions {
@@ -136,6 +142,7 @@ impl Default for OpenOptions {
             verify: false,
             memtable_bytes: 1 << 20,
             repair_log: false,
+            log_reserve_bytes: 4 << 20,
         }
     }
 }
@@ -205,6 +212,11 @@ pub struct Db {
     names: Mutex<HashSet<String>>,
     /// What opening with `repair_log` dropped from the log.
     log_repairs: Vec<LogRepair>,
+    /// The options it was opened with, for [`Db::reopen`].
+    options: OpenOptions,
+    /// The disc is full: the log could not reserve its room, or a synced
+    /// commit failed for want of room (see [`Db::has_room`]).
+    room_low: AtomicBool,
     /// What reads see: the memtable's layers and redb's state under them.
     view: RwLock<View>,
 }
@@ -358,8 +370,10 @@ impl Db {
         }
         let durable = durable_log_seq(&db, path)?;
         let had_log = !created && has_meta(&db, path, LOG_FILES)?;
-        let (log, records, log_repairs) =
+        let (mut log, records, log_repairs) =
             log::Log::open(&log_path, durable, had_log, options.repair_log)?;
+        log.set_reserve(options.log_reserve_bytes);
+        let room_low = AtomicBool::new(log.low_room());
         let base = read::Base::open(&db, path)?;
         let db = Db {
             db,
@@ -369,6 +383,8 @@ impl Db {
             memtable_bytes: options.memtable_bytes,
             names: Mutex::new(HashSet::new()),
             log_repairs,
+            options: options.clone(),
+            room_low,
             view: RwLock::new(View {
                 active: memtable::Layer::default(),
                 frozen: None,
@@ -426,6 +442,23 @@ impl Db {
 
     fn lock_names(&self) -> MutexGuard<'_, HashSet<String>> {
         self.names.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Closes the database without a sync and opens its file again with
+    /// the same options (never creating it): for a database that an I/O
+    /// error left unusable ([`DbError::Poisoned`]). The log replays every
+    /// batch written since the last synced commit, so nothing that
+    /// returned is lost; the reopen fails as an open does (a disc still
+    /// full, say), and can be tried again.
+    pub fn reopen(self) -> Result<Db, DbError> {
+        let path = self.path.clone();
+        let options = OpenOptions {
+            create: false,
+            repair_log: false,
+            ..self.options.clone()
+        };
+        drop(self);
+        Db::open(path, &options)
     }
 
     /// What opening with [`OpenOptions::repair_log`] dropped from the log
