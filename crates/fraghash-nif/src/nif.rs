@@ -232,11 +232,14 @@ fn inline_table<'a>(env: Env<'a>, digest: Binary<'a>, bytes: Term<'a>) -> NifRes
         Some(l) if l.carried() => Ok(encode_lookup(env, Some(l))),
         _ => Err(raise(
             atoms::too_many_fragments(),
+            // Mnesia builds a new table's state one fragment at a time, so the
+            // count reached here is the first one past the limit, not the count
+            // asked for: the message names the limit only.
             format!(
                 "mnesia_frag_slots holds at most {} fragments (a hash state names \
-                 each fragment in 13 bits); this table would have {}",
-                crate::lookup::MAX_SLOT_WORD_OWNER,
-                recipe.fragments()
+                 each fragment in 13 bits): a table cannot be created with, or grown \
+                 to, more",
+                crate::lookup::MAX_SLOT_WORD_OWNER
             ),
         )),
     }
