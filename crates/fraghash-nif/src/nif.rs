@@ -292,4 +292,24 @@ fn digest<'a>(env: Env<'a>, bytes: Binary<'a>) -> Term<'a> {
     binary(env, &recipe::digest(bytes.as_slice()))
 }
 
+/// The schemes this NIF serves the Mnesia adapter ([`crate::schemes`]), as
+/// `[{ErlangName, StateCode, CoreName, CoreTag}]`: the one table that ties
+/// the Erlang hash modules' names and state codes to the core's schemes.
+#[rustler::nif]
+fn schemes(env: Env) -> NifResult<Term> {
+    crate::schemes::SCHEMES
+        .iter()
+        .map(|s| {
+            Ok((
+                rustler::Atom::from_str(env, s.erlang)?,
+                s.state_code,
+                binary(env, s.core.as_bytes()),
+                s.core_tag(),
+            )
+                .encode(env))
+        })
+        .collect::<NifResult<Vec<Term>>>()
+        .map(|v| v.encode(env))
+}
+
 rustler::init!("fraghash_nif");
