@@ -4,15 +4,15 @@
 %% (`mnesia_frag_slots' and `mnesia_frag_hash'), each beside a
 %% never-migrated control; writers on every node; kill -9 of one node or
 %% two at a step of an add, a del or a relieve, right after one returned,
-%% or during recovery; partitions of one node from the other two, healed
-%% by keeping the two. Every acknowledged write and delete on every
+%% or during recovery; with `FRAGHASH_TORTURE3_PARTITIONS' percent of the
+%% faults (default 0), partitions of one node from the other two, healed
+%% by keeping the two (see fraghash_torture2_partition:share/0). Every acknowledged write and delete on every
 %% replica, no key twice or misplaced, every fragment with its copies, the
 %% three nodes agreeing.
 %%
 %% In the slow tier (`FRAGHASH_SLOW_TESTS=1'); `FRAGHASH_TORTURE3_KILLS'
-%% faults (default 12), `FRAGHASH_TORTURE2_PARTITIONS' percent of them
-%% partitions, `FRAGHASH_TORTURE2_STRICT=1' fails on the controls' losses
-%% too.
+%% faults (default 12); `FRAGHASH_TORTURE2_STRICT=1' fails on the
+%% controls' losses too.
 -module(fraghash_torture3_tests).
 
 -include_lib("eunit/include/eunit.hrl").
