@@ -134,6 +134,16 @@ frag_create() ->
     Sizes = [rpc:call(B, mnesia, table_info, [F, size]) || F <- Frags],
     ?assertEqual(600, lists:sum(Sizes)),
     ?assert(lists:min(Sizes) > 50),
+    %% Every copy of every fragment holds the same records; a record
+    %% written into one copy alone is found.
+    ?assertEqual(ok, rpc:call(A, fraghash_frag_info, replicas, [u])),
+    [F1 | _] = Frags,
+    Stray = {u, 100000, stray},
+    ok = rpc:call(B, fraghash_redb_db, write,
+                  [[{put, <<"m:", (atom_to_binary(F1))/binary>>,
+                     rpc:call(B, fraghash_redb_nif, order_key, [100000]), term_to_binary(Stray)}]]),
+    ?assertMatch({error, {fraghash, replicas_differ, _}, [{F1, [_, _]}]},
+                 rpc:call(A, fraghash_frag_info, replicas, [u])),
     %% Refusals leave nothing behind.
     ?assertMatch({aborted, {fraghash, bad_frag_properties, _}},
                  rpc:call(A, fraghash_frag_create, create_table,
