@@ -41,7 +41,9 @@ frag_test_() ->
 fallback_test_() ->
     [{timeout, ?T, {"install_fallback of a backup, then a restart: the backup's records, "
                     "and Mnesia starts", fun fallback/0}},
-     {timeout, ?T, {"restore/2 with recreate_tables and keep_tables", fun restore/0}}].
+     {timeout, ?T, {"restore/2 with recreate_tables and keep_tables", fun restore/0}},
+     {timeout, ?T, {"restore/2 of a table with copies on two nodes, and install_fallback "
+                    "on both", fun restore_two/0}}].
 
 %%% Replicas
 
@@ -202,6 +204,38 @@ restore() ->
     ok = rpc:call(A, mnesia, wait_for_tables, [[r], 30000]),
     ?assertEqual(lists:sort([{r, later, 1} | Want]), Read()),
     stop_all([A]).
+
+%% A table with copies on A and B: a backup, changes, restore/2 with
+%% recreate_tables (both copies hold the backup's records), changes again,
+%% then install_fallback and a restart of both nodes.
+restore_two() ->
+    [A, B] = Nodes = cluster("restore_two", 2),
+    {atomic, ok} = rpc:call(A, fraghash_redb_copies, register, []),
+    {atomic, ok} = rpc:call(A, mnesia, create_table, [r2, [{redb_copies, Nodes}]]),
+    fill(A, r2),
+    Backup = filename:join(scratch(), "restore_two_" ++ os:getpid() ++ ".bup"),
+    ok = rpc:call(A, mnesia, backup, [Backup]),
+    Want = [{r2, K, K * 2} || K <- lists:seq(1, ?BEFORE)],
+    Local = fun(N) -> lists:sort(rpc:call(N, fraghash_redb_copies, select,
+                                           [redb_copies, r2, [{'_', [], ['$_']}]])) end,
+    Change = fun() ->
+                     {atomic, ok} = rpc:call(A, mnesia, sync_transaction,
+                                             [fun() -> mnesia:write({r2, later, 1}),
+                                                       mnesia:delete({r2, 1})
+                                              end])
+             end,
+    Change(),
+    {atomic, [r2]} = rpc:call(A, mnesia, restore, [Backup, [{recreate_tables, [r2]}]]),
+    [?assertEqual({N, Want}, {N, Local(N)}) || N <- Nodes],
+    Change(),
+    ok = rpc:call(A, mnesia, install_fallback, [Backup]),
+    [stopped = rpc:call(N, mnesia, stop, []) || N <- Nodes],
+    {Oks, []} = rpc:multicall(Nodes, mnesia, start, []),
+    [ok] = lists:usort(Oks),
+    [ok = rpc:call(N, mnesia, wait_for_tables, [[r2], 30000]) || N <- Nodes],
+    [?assertEqual({N, Want}, {N, Local(N)}) || N <- Nodes],
+    _ = B,
+    stop_all(Nodes).
 
 %%% Nodes
 
