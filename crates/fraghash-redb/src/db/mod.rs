@@ -76,8 +76,9 @@ use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use error::At;
 pub use error::DbError;
 pub use log::LogRepair;
+pub use memtable::Direction;
 use read::View;
-pub use read::{Chunk, Direction, Start};
+pub use read::{Chunk, Start};
 use write::Writer;
 
 /// The longest table name, in bytes.

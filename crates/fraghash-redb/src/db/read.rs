@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, RwLockReadGuard, RwLockWriteGuard};
 use redb::{ReadableDatabase, ReadableTableMetadata};
 
 use super::error::At;
-use super::memtable::{merge, Change, Layer, Stream};
+use super::memtable::{merge, Change, Direction, Layer, Stream};
 use super::{data_def, Db, DbError, DATA_PREFIX};
 
 type Table = redb::ReadOnlyTable<&'static [u8], &'static [u8]>;
@@ -49,15 +49,6 @@ impl Base {
             tables: Mutex::new(HashMap::new()),
         })
     }
-}
-
-/// Which way a [`Db::chunk`] goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Direction {
-    /// Ascending keys.
-    Forward,
-    /// Descending keys.
-    Backward,
 }
 
 /// Where a [`Db::chunk`] starts.
