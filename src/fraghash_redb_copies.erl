@@ -154,7 +154,11 @@ register(Alias) ->
 %% @doc Syncs the node's database: every write that returned survives a
 %% crash of the operating system or a power cut too (with the default
 %% `redb_durability' of `logged', writes are synced within `redb_sync_ms'
-%% anyway; with `immediate', this changes nothing).
+%% anyway; with `immediate', this changes nothing). With {@link forget/1},
+%% one of the two hooks by which the growth path reaches a backend's
+%% storage: its durability step (`fraghash_durable') calls `sync/0' of
+%% every external backend holding copies on the node that exports it, and
+%% recovery `forget/1' of every backend of the schema that exports it.
 -spec sync() -> ok.
 sync() ->
     ok = fraghash_redb_nif:check(fraghash_redb_nif:sync(fraghash_redb_db:handle())).
