@@ -45,7 +45,7 @@ add_frag(Tab, Nodes) ->
 %% @doc `mnesia_frag_slots' only: adds a fragment on `Nodes' that takes half
 %% of one fragment's slots and nothing else, so that fragment halves and
 %% only it is scanned; `Which' is a fragment number or `largest' (the one
-%% with the most bytes on disc on this node). `Nodes' as for {@link
+%% with the most records; see largest/1). `Nodes' as for {@link
 %% add_frag/2}. Crash-safe as {@link add_frag/2}.
 -spec relieve(atom(), [node()] | [{node(), integer()}], pos_integer() | largest) ->
           {atomic, ok} | {aborted, term()}.
@@ -214,10 +214,16 @@ unknown_entry(Tab, Op) ->
 
 %%% Internals
 
-%% The fragment with the most bytes on disc on this node.
+%% The fragment with the most records (the highest-numbered of those
+%% tied). Records, not bytes: every storage type counts them alike, where
+%% bytes are a dets file's size (which never shrinks, so the fragment
+%% relieved last would stay the largest), an ets table's memory, or a
+%% storage backend's own figure (`disc_bytes/1' found no file of a
+%% `redb_copies' fragment, so every one weighed 0 and the last was taken).
 largest(Tab) ->
     {_, _, N} = hash(Tab),
-    {_, F} = lists:max([{disc_bytes(frag_name(Tab, F)), F} || F <- lists:seq(1, N)]),
+    {_, F} = lists:max([{mnesia:table_info(frag_name(Tab, F), size), F}
+                        || F <- lists:seq(1, N)]),
     F.
 
 %% @doc The bytes a fragment's files take in Mnesia's directory on this
