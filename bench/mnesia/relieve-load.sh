@@ -21,7 +21,9 @@
 #   --1g, --2g  about 1 GB, 2 GB (dets stops at 2 GB: --2g is the posts'
 #             limit itself; an hour or more, several GB of disc and memory)
 #   --mb MB   any size
-# Environment: scripts/build-nif.sh's variables.
+# Environment: scripts/build-nif.sh's variables; FRAGHASH_BENCH_LIB, a copy
+# of _build/bench/lib/fraghash (ebin, bench/mnesia, priv) to run instead of
+# compiling this tree (to measure one commit while the tree changes).
 # The 50-fragment growth benchmark stays beside it: disc-measure.sh growth.
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -42,8 +44,12 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-(cd "$root" && rebar3 as bench compile >&2)
-lib="$root/_build/bench/lib/fraghash"
+if [ -n "${FRAGHASH_BENCH_LIB:-}" ]; then
+    lib=$FRAGHASH_BENCH_LIB
+else
+    (cd "$root" && rebar3 as bench compile >&2)
+    lib="$root/_build/bench/lib/fraghash"
+fi
 echo "| storage | value bytes | fragment 1 records | fragment 1 MB | operation | wall s |" \
      "records moved | records/s | ÷ copy | peak RSS + MB | largest journal record MB |" \
      "largest Mnesia log MB | longest write ms | p99 write ms | write rate vs before |" \
