@@ -68,6 +68,7 @@ run(Dir, Storage, ValueBytes, MB, Format) ->
     Case = #{storage => Storage, value_bytes => ValueBytes,
              frag1_records => length(Hot), records => length(Hot) + length(Cold),
              frag1_mb => frag_mb(Storage, ?TAB)},
+    ok = listing(Value),
     Copy = measure(Case, copy, Value, Dir),
     Relieve = measure(Case, relieve, Value, Dir),
     Ratio = maps:get(wall_s, Relieve) / max(maps:get(wall_s, Copy), 1.0e-6),
@@ -165,6 +166,30 @@ measure(Case, Op, Value, Dir) ->
                               peak_rss_mb => (Peak - RssBefore) / 1024,
                               journal_record_mb => Journal / 1.0e6,
                               log_mb => LogMax / 1.0e6}).
+
+%% Prints, as a comment, how long listing fragment 1's keys takes under
+%% the load: `mnesia:dirty_all_keys/1' and, where the code has it, the
+%% growth path's own listing (`fraghash_tab:select/3').
+listing(Value) ->
+    Load = start_load(Value),
+    timer:sleep(?BEFORE_MS),
+    Spec = [{{?TAB, '$1', '_'}, [], ['$1']}],
+    {DirtyUs, Keys} = timer:tc(fun() -> mnesia:dirty_all_keys(?TAB) end),
+    {module, fraghash_tab} = code:ensure_loaded(fraghash_tab),
+    Own = case erlang:function_exported(fraghash_tab, select, 3) of
+              true ->
+                  {Us, Listed} = timer:tc(fraghash_tab, select,
+                                          [?TAB, Spec, fun(_) -> true end]),
+                  true = length(Listed) =:= length(Keys),
+                  io_lib:format("~.2f s", [Us / 1.0e6]);
+              false ->
+                  "none in this code"
+          end,
+    _ = stop_load(Load),
+    io:format("<!-- ~s, ~b-byte values: listing fragment 1's ~b keys under the load: "
+              "dirty_all_keys ~.2f s, fraghash_tab:select/3 ~s -->~n",
+              [storage_name(mnesia:table_info(?TAB, storage_type)), byte_size(Value),
+               length(Keys), DirtyUs / 1.0e6, Own]).
 
 %% Runs the operation: `{RecordsMoved, MicrosecondsSpentMeasuring,
 %% LargestJournalRecordBytes}'.
