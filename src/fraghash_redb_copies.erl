@@ -93,7 +93,16 @@
 %%
 %% Indexes are stored as redb tables of `{{IndexValue, Key}}' rows
 %% (Mnesia's `ordered' index type); an index read reads the range of its
-%% value.
+%% value. A `bag' index or an index plugin is refused at `create_table'
+%% with `{fraghash_redb, index_not_supported, Text}'.
+%%
+%% == Several nodes ==
+%% {@link register/0} opens the database on every node running Mnesia
+%% with the schema, and a node that did not open it (it joined later, or
+%% its database was closed) opens it when a replica is made there: by
+%% `create_table', `add_table_copy', `change_table_copy_type' run on any
+%% node, or `move_table_copy'. A node whose database cannot be opened
+%% makes the schema change abort.
 %% Each index is rebuilt from its table when Mnesia starts (O(records)):
 %% its rows are written by calls apart from the record's, and a kill
 %% between them would leave it behind.
@@ -134,14 +143,34 @@ register() ->
 %% start the backend: this call does, and returns `{atomic, ok}'.
 -spec register(atom()) -> {atomic, ok} | {aborted, term()}.
 register(Alias) ->
-    case mnesia:add_backend_type(Alias, ?MODULE) of
-        {aborted, {backend_type_already_exists, _}} ->
-            case add_aliases([Alias]) of
-                ok -> {atomic, ok};
-                {error, Why} -> {aborted, Why}
-            end;
-        Other ->
-            Other
+    Here = case mnesia:add_backend_type(Alias, ?MODULE) of
+               {aborted, {backend_type_already_exists, _}} -> {atomic, ok};
+               Other -> Other
+           end,
+    case Here of
+        {atomic, ok} -> start_everywhere(Alias);
+        _ -> Here
+    end.
+
+%% Mnesia starts a backend on the node that adds its type and, later, on
+%% every node whose Mnesia starts with the type in its schema, but not on
+%% the nodes already running: the database is opened on each of them here,
+%% so that a copy made there at once (`add_table_copy',
+%% `change_table_copy_type') has its database. A node that cannot open it
+%% is named in the answer.
+start_everywhere(Alias) ->
+    Nodes = mnesia:system_info(running_db_nodes),
+    {Answers, Down} = rpc:multicall(Nodes, ?MODULE, add_aliases, [[Alias]], 60000),
+    Failed = [{N, A} || {N, A} <- lists:zip(Nodes -- Down, Answers), A =/= ok] ++
+             [{N, nodedown} || N <- Down],
+    case Failed of
+        [] ->
+            {atomic, ok};
+        _ ->
+            Text = io_lib:format("redb_copies is registered, but its database did not open "
+                                 "on ~0p: ~0tp (is fraghash on those nodes' code path?)",
+                                 [[N || {N, _} <- Failed], Failed]),
+            {aborted, {fraghash_redb, not_started, unicode:characters_to_binary(Text)}}
     end.
 
 %% @doc Syncs the node's database: every write that returned survives a
@@ -165,21 +194,41 @@ chunk() -> ?CHUNK.
 %% this type is refused rather than created empty: their records would be
 %% gone without a word.
 init_backend() ->
+    case open_db([]) of
+        ok -> write([{clear, ?INFO}]);
+        {error, _} = E -> E
+    end.
+
+%% Opens the node's database unless it is open, with the table of index
+%% states in it. `Creating' are tables being created here now, which the
+%% schema may list already.
+open_db(Creating) ->
     Path = fraghash_redb_db:path(),
-    case {filelib:is_file(Path), local_tables()} of
+    case fraghash_redb_db:is_open() orelse {filelib:is_file(Path), local_tables() -- Creating} of
+        true ->
+            ok;
         {false, [_ | _] = Tabs} ->
             Text = io_lib:format("~ts is missing, but this node holds ~b redb_copies "
-                                 "table(s) (~0p): restore the file, or delete those copies "
-                                 "from another node", [Path, length(Tabs), Tabs]),
+                                 "table(s) (~0p): restore the file from a backup, or, where "
+                                 "another node holds copies, delete this node's copies from "
+                                 "there (mnesia:del_table_copy/2) and add them again",
+                                 [Path, length(Tabs), Tabs]),
             {error, {fraghash_redb, missing, Path, unicode:characters_to_binary(Text)}};
         _ ->
             case fraghash_redb_db:ensure_started() of
-                ok ->
-                    ok = ensure_info(),
-                    write([{clear, ?INFO}]);
-                {error, _} = E ->
-                    E
+                ok -> ensure_info();
+                {error, _} = E -> E
             end
+    end.
+
+%% The database, opened if Mnesia did not start the backend on this node
+%% (the type was added while this node ran): a replica made here by
+%% another node's call then gets its table all the same.
+need_db(Tab) ->
+    case open_db([Tab]) of
+        ok -> ok;
+        {error, {fraghash_redb, Kind, _Path, Text}} -> erlang:error({fraghash_redb, Kind, Text});
+        {error, Other} -> erlang:error({fraghash_redb, not_started, Other})
     end.
 
 %% The tables the schema puts on this node with this backend (known when
@@ -194,7 +243,7 @@ external_copies(Tab) ->
 
 %% @private
 add_aliases(Aliases) ->
-    case fraghash_redb_db:ensure_started() of
+    case open_db([]) of
         ok -> _ = fraghash_redb_db:add_aliases(Aliases), ok;
         {error, _} = E -> E
     end.
@@ -215,18 +264,32 @@ semantics(_Alias, index_types) -> [ordered];
 semantics(_Alias, _) -> undefined.
 
 %% @private
-check_definition(_Alias, _Tab, _Nodes, Props) ->
-    case proplists:get_value(type, Props, set) of
-        bag ->
+check_definition(_Alias, Tab, _Nodes, Props) ->
+    Unsupported = [I || I <- proplists:get_value(index, Props, []), not ordered_index(I)],
+    case {proplists:get_value(type, Props, set), Unsupported} of
+        {bag, _} ->
             {error, {fraghash_redb, bag_not_supported,
                      <<"redb_copies stores one record per key: bag tables are not supported">>}};
+        {_, [_ | _]} ->
+            Text = io_lib:format("~0p: redb_copies keeps ordered indexes on attributes only; "
+                                 "index ~0p is not supported (give the attribute alone, or "
+                                 "{Attribute, ordered})", [Tab, Unsupported]),
+            {error, {fraghash_redb, index_not_supported, unicode:characters_to_binary(Text)}};
         _ ->
             ok
     end.
 
+%% An index this backend keeps: on an attribute's position (an index
+%% plugin's is a tuple), of type `ordered' (a `bag' index would need a row
+%% per record and value; it returned one record of several).
+ordered_index(Pos) when is_integer(Pos) -> true;
+ordered_index({Pos, ordered}) when is_integer(Pos) -> true;
+ordered_index(_) -> false.
+
 %% @private Mnesia may call it more than once for a table (while preparing
 %% the schema change and when dumping it): a table already there is fine.
 create_table(_Alias, Tab, _Props) ->
+    ok = need_db(Tab),
     ensure_table(Tab).
 
 %% @private A copy loaded from another node replaces the local one: it is
@@ -234,6 +297,7 @@ create_table(_Alias, Tab, _Props) ->
 %% opens the table with reason `startup' and closes it when done: its
 %% writes are ignored meanwhile (see the module documentation).
 load_table(_Alias, Tab, {net_load, _}, _Cs) ->
+    ok = need_db(Tab),
     replayed(Tab, false),
     ok = ensure_table(Tab),
     write([{clear, name(Tab)}]);
@@ -241,6 +305,7 @@ load_table(_Alias, Tab, startup, _Cs) ->
     replayed(Tab, true),
     ensure_table(Tab);
 load_table(_Alias, Tab, _Reason, _Cs) ->
+    ok = need_db(Tab),
     replayed(Tab, false),
     ensure_table(Tab).
 
@@ -274,6 +339,7 @@ stored_for(Tag) when is_tuple(Tag) -> element(1, Tag).
 
 %% @private
 delete_table(_Alias, Tab) ->
+    ok = need_db(Tab),
     ok = write([{delete, ?INFO, info_key(Tab)}]),
     case fraghash_redb_nif:delete_table(fraghash_redb_db:handle(), name(Tab)) of
         ok -> ok;
@@ -557,16 +623,19 @@ write(Ops) ->
             erlang:error({fraghash_redb, Kind, Msg})
     end.
 
-%% Whether Mnesia's log replay at start is writing to `Tab'.
+%% Whether Mnesia's log replay at start is writing to `Tab'. The table of
+%% replays lives with the database; Mnesia also opens and closes tables
+%% while the database is not open (a fallback being installed at start).
 replaying(Tab) ->
-    ets:member(fraghash_redb_replay, Tab).
+    ets:whereis(fraghash_redb_replay) =/= undefined andalso
+        ets:member(fraghash_redb_replay, Tab).
 
-replayed(Tab, true) ->
-    true = ets:insert(fraghash_redb_replay, {Tab}),
-    ok;
-replayed(Tab, false) ->
-    true = ets:delete(fraghash_redb_replay, Tab),
-    ok.
+replayed(Tab, Replaying) ->
+    case {ets:whereis(fraghash_redb_replay), Replaying} of
+        {undefined, _} -> ok;
+        {_, true} -> true = ets:insert(fraghash_redb_replay, {Tab}), ok;
+        {_, false} -> true = ets:delete(fraghash_redb_replay, Tab), ok
+    end.
 
 check({error, {Kind, Msg}}) -> erlang:error({fraghash_redb, Kind, Msg});
 check(Other) -> Other.

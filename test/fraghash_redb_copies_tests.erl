@@ -29,7 +29,7 @@ redb_copies_test_() ->
     {setup, fun setup/0, fun cleanup/1,
      fun(Dir) ->
              {inorder,
-              [{"bag is refused with a reason", fun bag_refused/0},
+              [{"bag tables and bag indexes are refused with a reason", fun bag_refused/0},
                {timeout, ?T, {"set and ordered_set: write, read, delete", fun crud/0}},
                {timeout, ?T, {"first/next/prev/last in the order of an ets ordered_set",
                               fun order/0}},
@@ -73,7 +73,16 @@ bag_refused() ->
     ?assertMatch({aborted, {{fraghash_redb, bag_not_supported, Text}, b, _}}
                    when is_binary(Text),
                  mnesia:create_table(b, [{redb_copies, [node()]}, {type, bag}])),
-    ?assertNot(lists:member(b, mnesia:system_info(tables))).
+    ?assertNot(lists:member(b, mnesia:system_info(tables))),
+    %% A bag index (and an index plugin) returned one record of several.
+    ?assertMatch({aborted, {{fraghash_redb, index_not_supported, Text}, bi, _}}
+                   when is_binary(Text),
+                 mnesia:create_table(bi, [{redb_copies, [node()]}, {attributes, [k, v]},
+                                          {index, [{v, bag}]}])),
+    ?assertNot(lists:member(bi, mnesia:system_info(tables))),
+    {atomic, ok} = mnesia:create_table(oi, [{redb_copies, [node()]}, {attributes, [k, v]},
+                                            {index, [v, {v, ordered}]}]),
+    {atomic, ok} = mnesia:delete_table(oi).
 
 crud() ->
     lists:foreach(fun crud/1, [{crud_set, set}, {crud_ord, ordered_set}]).

@@ -32,7 +32,9 @@ redb_frag_test_() ->
               ++ [{timeout, ?T, {"a fragment's leftover rows stay out of its successor",
                                  fun leftover/0}},
                   {timeout, ?T, {"relieve(largest) halves the fragment with the most records, "
-                                 "not the last", fun relieve_largest/0}}]}
+                                 "not the last", fun relieve_largest/0}},
+                  {timeout, ?T, {"plain change_table_frag is refused, naming the safe call",
+                                 fun plain_refused/0}}]}
      end}.
 
 setup() ->
@@ -63,6 +65,20 @@ grow_and_shrink(Mod) ->
     %% Each record's key and value are stored: at least the value's bytes.
     ?assert(Bytes >= ?RECORDS * byte_size(value(1))),
     [?assertMatch(#{storage := ?REDB, bytes := B} when B > 0, F) || F <- Frags],
+    {atomic, ok} = mnesia:delete_table(Tab).
+
+%% Mnesia's own add_frag and del_frag may lose the records they move on
+%% disc: on redb_copies fragments as on Mnesia's disc types, a fraghash
+%% hash module refuses them with the call to use instead.
+plain_refused() ->
+    Tab = rf_plain,
+    ok = create(Tab, mnesia_frag_slots, 3),
+    ok = fraghash_test_support:fill(Tab, lists:seq(1, 100), fun value/1),
+    ?assertMatch({aborted, {fraghash, unsafe_change_table_frag, "rf_plain has disc" ++ _}},
+                 mnesia:change_table_frag(Tab, {add_frag, [node()]})),
+    ?assertMatch({aborted, {fraghash, unsafe_change_table_frag, "rf_plain has disc" ++ _}},
+                 mnesia:change_table_frag(Tab, del_frag)),
+    ?assertEqual(3, length(frags(Tab))),
     {atomic, ok} = mnesia:delete_table(Tab).
 
 %% Every key's record is in the fragment its key routes to, with its value,

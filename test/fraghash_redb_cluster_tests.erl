@@ -1,0 +1,179 @@
+%% @doc EUnit tests of `redb_copies' replicas on more than one node, and of
+%% the ways Mnesia makes, moves and brings back a copy: every way a replica
+%% comes to exist (`create_table' on two nodes, `add_table_copy',
+%% `change_table_copy_type' run on the node itself or on another,
+%% `move_table_copy'), with the second node's database open or not yet
+%% opened, must leave a replica that holds every later write; a fallback
+%% installed from a backup and `restore/2' (both `recreate_tables' and
+%% `keep_tables') must give back exactly the backup's records.
+%%
+%% Each case runs on peer nodes of its own, so the test VM's Mnesia is not
+%% involved. Needs a distributed node (`-sname') and `FRAGHASH_TEST_DIR';
+%% `scripts/test-mnesia.sh' sets both up.
+-module(fraghash_redb_cluster_tests).
+
+-include_lib("eunit/include/eunit.hrl").
+
+-import(fraghash_test_support, [scratch/0, start_peer/2]).
+
+-define(T, 120).
+%% Records written before and after the replica is made.
+-define(BEFORE, 50).
+-define(AFTER, 300).
+
+replica_test_() ->
+    Ways = [{convert_from_other_node, open},
+            {convert_from_other_node, closed},
+            {convert_on_the_node, open},
+            {convert_both, closed},
+            {add_table_copy, closed},
+            {create_on_both, closed},
+            {move_table_copy, closed}],
+    [{timeout, ?T, {lists:flatten(io_lib:format("a replica made by ~p (database ~p beforehand) "
+                                                "holds every write", [Way, Db])),
+                    fun() -> replica(Way, Db) end}}
+     || {Way, Db} <- Ways].
+
+fallback_test_() ->
+    [{timeout, ?T, {"install_fallback of a backup, then a restart: the backup's records, "
+                    "and Mnesia starts", fun fallback/0}},
+     {timeout, ?T, {"restore/2 with recreate_tables and keep_tables", fun restore/0}}].
+
+%%% Replicas
+
+replica(Way, Db) ->
+    [A, B] = cluster(atom_to_list(Way) ++ "_" ++ atom_to_list(Db), 2),
+    {atomic, ok} = rpc:call(A, fraghash_redb_copies, register, []),
+    %% `closed': B's database is not open when the replica is made, as on a
+    %% node that ran when another added the type before this release.
+    Db =:= closed andalso (ok = rpc:call(B, fraghash_redb_db, stop, [])),
+    Tab = t,
+    Holders = make_replica(Way, Tab, A, B),
+    ?assertEqual({ext, redb_copies, fraghash_redb_copies},
+                 rpc:call(hd(Holders), mnesia, table_info, [Tab, storage_type])),
+    W = fun(K) -> rpc:call(A, mnesia, transaction, [fun() -> mnesia:write({Tab, K, K * 2}) end]) end,
+    ?assertEqual(lists:duplicate(?AFTER, {atomic, ok}),
+                 [W(K) || K <- lists:seq(?BEFORE + 1, ?BEFORE + ?AFTER)]),
+    Want = [{Tab, K, K * 2} || K <- lists:seq(1, ?BEFORE + ?AFTER)],
+    [?assertEqual({N, Want}, {N, lists:sort(rpc:call(N, fraghash_redb_copies, select,
+                                                       [redb_copies, Tab, [{'_', [], ['$_']}]]))})
+     || N <- Holders],
+    %% And after a restart of each holder, from its own disc.
+    [begin
+         stopped = rpc:call(N, mnesia, stop, []),
+         ok = rpc:call(N, mnesia, start, []),
+         ok = rpc:call(N, mnesia, wait_for_tables, [[Tab], 30000])
+     end || N <- Holders],
+    [?assertEqual({N, length(Want)}, {N, rpc:call(N, mnesia, table_info, [Tab, size])})
+     || N <- Holders],
+    stop_all([A, B]).
+
+%% Makes `Tab' with a redb_copies replica on B (and maybe A) in the way
+%% named, holding ?BEFORE records; returns the nodes holding redb_copies.
+make_replica(Way, Tab, A, B) when Way =:= convert_from_other_node;
+                                  Way =:= convert_on_the_node;
+                                  Way =:= convert_both ->
+    {atomic, ok} = rpc:call(A, mnesia, create_table, [Tab, [{disc_copies, [A, B]}]]),
+    fill(A, Tab),
+    Caller = case Way of convert_on_the_node -> B; _ -> A end,
+    {atomic, ok} = rpc:call(Caller, mnesia, change_table_copy_type, [Tab, B, redb_copies]),
+    case Way of
+        convert_both ->
+            {atomic, ok} = rpc:call(B, mnesia, change_table_copy_type, [Tab, A, redb_copies]),
+            [A, B];
+        _ ->
+            [B]
+    end;
+make_replica(add_table_copy, Tab, A, B) ->
+    {atomic, ok} = rpc:call(A, mnesia, create_table, [Tab, [{redb_copies, [A]}]]),
+    fill(A, Tab),
+    {atomic, ok} = rpc:call(A, mnesia, add_table_copy, [Tab, B, redb_copies]),
+    [A, B];
+make_replica(create_on_both, Tab, A, B) ->
+    {atomic, ok} = rpc:call(A, mnesia, create_table, [Tab, [{redb_copies, [A, B]}]]),
+    fill(A, Tab),
+    [A, B];
+make_replica(move_table_copy, Tab, A, B) ->
+    {atomic, ok} = rpc:call(A, mnesia, create_table, [Tab, [{redb_copies, [A]}]]),
+    fill(A, Tab),
+    {atomic, ok} = rpc:call(A, mnesia, move_table_copy, [Tab, A, B]),
+    [B].
+
+fill(N, Tab) ->
+    {atomic, ok} = rpc:call(N, mnesia, transaction,
+                            [fun() -> [ok = mnesia:write({Tab, K, K * 2})
+                                       || K <- lists:seq(1, ?BEFORE)], ok end]).
+
+%%% Backups
+
+fallback() ->
+    [A] = cluster("fallback", 1),
+    {atomic, ok} = rpc:call(A, fraghash_redb_copies, register, []),
+    {atomic, ok} = rpc:call(A, mnesia, create_table, [f, [{redb_copies, [A]}]]),
+    fill(A, f),
+    Backup = filename:join(scratch(), "fallback_" ++ os:getpid() ++ ".bup"),
+    ok = rpc:call(A, mnesia, backup, [Backup]),
+    {atomic, ok} = rpc:call(A, mnesia, transaction,
+                            [fun() -> mnesia:write({f, later, 1}), mnesia:delete({f, 1}) end]),
+    ok = rpc:call(A, mnesia, install_fallback, [Backup]),
+    stopped = rpc:call(A, mnesia, stop, []),
+    ok = rpc:call(A, mnesia, start, []),
+    ok = rpc:call(A, mnesia, wait_for_tables, [[f], 30000]),
+    Want = [{f, K, K * 2} || K <- lists:seq(1, ?BEFORE)],
+    ?assertEqual(Want, lists:sort(rpc:call(A, mnesia, dirty_match_object, [{f, '_', '_'}]))),
+    %% And again: the fallback is gone, the table is as restored.
+    stopped = rpc:call(A, mnesia, stop, []),
+    ok = rpc:call(A, mnesia, start, []),
+    ok = rpc:call(A, mnesia, wait_for_tables, [[f], 30000]),
+    ?assertEqual(Want, lists:sort(rpc:call(A, mnesia, dirty_match_object, [{f, '_', '_'}]))),
+    stop_all([A]).
+
+restore() ->
+    [A] = cluster("restore", 1),
+    {atomic, ok} = rpc:call(A, fraghash_redb_copies, register, []),
+    {atomic, ok} = rpc:call(A, mnesia, create_table, [r, [{redb_copies, [A]}]]),
+    fill(A, r),
+    Backup = filename:join(scratch(), "restore_" ++ os:getpid() ++ ".bup"),
+    ok = rpc:call(A, mnesia, backup, [Backup]),
+    Want = [{r, K, K * 2} || K <- lists:seq(1, ?BEFORE)],
+    Read = fun() -> lists:sort(rpc:call(A, mnesia, dirty_match_object, [{r, '_', '_'}])) end,
+    Change = fun() ->
+                     {atomic, ok} = rpc:call(A, mnesia, transaction,
+                                             [fun() -> mnesia:write({r, later, 1}),
+                                                       mnesia:delete({r, 1})
+                                              end])
+             end,
+    Change(),
+    {atomic, [r]} = rpc:call(A, mnesia, restore, [Backup, [{recreate_tables, [r]}]]),
+    ?assertEqual(Want, Read()),
+    Change(),
+    %% keep_tables: the backup's records written over the table's.
+    {atomic, [r]} = rpc:call(A, mnesia, restore, [Backup, [{keep_tables, [r]}]]),
+    ?assertEqual(lists:sort([{r, later, 1} | Want]), Read()),
+    stopped = rpc:call(A, mnesia, stop, []),
+    ok = rpc:call(A, mnesia, start, []),
+    ok = rpc:call(A, mnesia, wait_for_tables, [[r], 30000]),
+    ?assertEqual(lists:sort([{r, later, 1} | Want]), Read()),
+    stop_all([A]).
+
+%%% Nodes
+
+%% `N' peer nodes with one disc schema and Mnesia running on each.
+cluster(Case, N) ->
+    Id = Case ++ "_" ++ os:getpid() ++ "_" ++ integer_to_list(erlang:unique_integer([positive])),
+    Nodes = [begin
+                 Name = "fhrc" ++ integer_to_list(I) ++ "_" ++ Id,
+                 {_, Node} = start_peer(list_to_atom(Name), filename:join(scratch(), Name)),
+                 Node
+             end || I <- lists:seq(1, N)],
+    [First | _] = Nodes,
+    [pong = rpc:call(First, net_adm, ping, [Other]) || Other <- Nodes],
+    ok = rpc:call(First, mnesia, create_schema, [Nodes]),
+    {Oks, []} = rpc:multicall(Nodes, mnesia, start, []),
+    [ok] = lists:usort(Oks),
+    Nodes.
+
+stop_all(Nodes) ->
+    [rpc:call(N, mnesia, stop, []) || N <- Nodes],
+    [rpc:call(N, erlang, halt, []) || N <- Nodes],
+    ok.
