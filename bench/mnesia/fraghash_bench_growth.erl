@@ -172,19 +172,20 @@ run_op(copy, Tab, Scratch, M, NewState, N, Donors) ->
               {copied, length(Moving)}
       end).
 
-batches([], _Scratch) ->
-    {atomic, ok};
 batches(Items, Scratch) ->
-    {Batch, Rest} = lists:split(min(?BATCH, length(Items)), Items),
-    {atomic, ok} = mnesia:transaction(
-                     fun() ->
-                             lists:foreach(
-                               fun({F, K}) ->
-                                       [mnesia:write(Scratch, setelement(1, R, Scratch), write)
-                                        || R <- mnesia:read(F, K, read)]
-                               end, Batch)
-                     end),
-    batches(Rest, Scratch).
+    lists:foreach(
+      fun(Batch) ->
+              {atomic, ok} = mnesia:transaction(
+                               fun() ->
+                                       lists:foreach(
+                                         fun({F, K}) ->
+                                                 [mnesia:write(Scratch, setelement(1, R, Scratch),
+                                                               write)
+                                                  || R <- mnesia:read(F, K, read)]
+                                         end, Batch)
+                               end)
+      end, fraghash_tab:chunks(Items, ?BATCH)),
+    {atomic, ok}.
 
 %% Runs an operation in a process of its own, giving up after ?LIMIT_MS.
 limited(Op) ->
