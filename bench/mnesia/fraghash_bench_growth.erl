@@ -38,6 +38,8 @@
 -module(fraghash_bench_growth).
 
 -export([run/1, run/5]).
+%% Shared with fraghash_bench_relieve.
+-export([stop_load/1, read_once/2, thousands/1]).
 
 -define(WRITERS, 4).
 -define(BEFORE_MS, 3000).
@@ -279,16 +281,22 @@ reader(Parent, Tab, Records, Stop, Acc) ->
         0 ->
             K = rand:uniform(Records),
             T0 = now_us(),
-            Outcome = try mnesia:activity(async_dirty, fun() -> mnesia:read(Tab, K) end, [],
-                                          mnesia_frag) of
-                          [_] -> hit;
-                          _ -> miss
-                      catch
-                          _:_ -> failed
-                      end,
+            Outcome = read_once(Tab, K),
             reader(Parent, Tab, Records, Stop, [{T0, Outcome} | Acc])
     end.
 
+%% @doc One read of key `K' of `Tab' through `mnesia_frag' (`async_dirty'):
+%% `hit', `miss' (nothing found) or `failed' (it raised).
+read_once(Tab, K) ->
+    try mnesia:activity(async_dirty, fun() -> mnesia:read(Tab, K) end, [], mnesia_frag) of
+        [_] -> hit;
+        _ -> miss
+    catch
+        _:_ -> failed
+    end.
+
+%% @doc Stops the writers and the reader that share atomic `Stop' and
+%% collects what each kept: `{Writes, Reads}'.
 stop_load({Stop, Writers, Reader}) ->
     ok = atomics:put(Stop, 1, 1),
     Writes = lists:append([receive {writes, W, Acc} -> Acc end || W <- Writers]),
@@ -334,5 +342,6 @@ report(Mod, Path, Result, T0, T1, Scanned, Moved, Writes, Reads) ->
 
 now_us() -> erlang:monotonic_time(microsecond).
 
+%% @doc `N' with a comma between thousands.
 thousands(N) when N < 1000 -> integer_to_list(N);
 thousands(N) -> thousands(N div 1000) ++ io_lib:format(",~3..0b", [N rem 1000]).

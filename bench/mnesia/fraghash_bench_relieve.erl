@@ -335,13 +335,7 @@ reader(Parent, Stop, Period, Next, Acc) ->
         0 ->
             K = key(?HOT_PERCENT),
             T0 = now_us(),
-            Outcome = try mnesia:activity(async_dirty, fun() -> mnesia:read(?TAB, K) end, [],
-                                          mnesia_frag) of
-                          [_] -> hit;
-                          _ -> miss
-                      catch
-                          _:_ -> failed
-                      end,
+            Outcome = fraghash_bench_growth:read_once(?TAB, K),
             reader(Parent, Stop, Period, pace(Next, Period, now_us()), [{T0, Outcome} | Acc])
     end.
 
@@ -355,11 +349,9 @@ pace(Next, Period, Now) ->
     end,
     Next2.
 
-stop_load({Stop, Writers, Reader}) ->
-    ok = atomics:put(Stop, 1, 1),
-    Writes = lists:append([receive {writes, W, Acc} -> Acc end || W <- Writers]),
-    Reads = receive {reads, Reader, Acc} -> Acc end,
-    {Writes, Reads}.
+%% The writers and the reader stop as the growth benchmark's do.
+stop_load(Load) ->
+    fraghash_bench_growth:stop_load(Load).
 
 %%% The figures
 
@@ -416,5 +408,5 @@ json_value(V) when is_list(V) -> ["\"", V, "\""].
 
 now_us() -> erlang:monotonic_time(microsecond).
 
-thousands(N) when N < 1000 -> integer_to_list(N);
-thousands(N) -> thousands(N div 1000) ++ io_lib:format(",~3..0b", [N rem 1000]).
+thousands(N) ->
+    fraghash_bench_growth:thousands(N).
