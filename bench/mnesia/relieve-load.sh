@@ -14,9 +14,10 @@
 #
 # Usage: bench/mnesia/relieve-load.sh [--quick | --1g | --2g | --mb MB]
 #            [--storage disc_only_copies,redb_copies] [--values 1000,100] [--json]
-#   default   about 270 MB of records in fragment 1 (1,000-byte values:
-#             about 265,000 records; 100-byte values: about 1,800,000),
-#             every storage type and value size: minutes per case
+#   default   fragment 1 with the records of about 270 MB of dets file
+#             (1,000-byte values: about 132,000 records; 100-byte values:
+#             about 1,050,000; the same records on redb_copies), every
+#             storage type and value size: minutes per case
 #   --quick   5 MB in fragment 1, for a smoke test (seconds per case)
 #   --1g, --2g  about 1 GB, 2 GB (dets stops at 2 GB: --2g is the posts'
 #             limit itself; an hour or more, several GB of disc and memory)
