@@ -45,8 +45,9 @@ add_frag(Tab, Nodes) ->
 %% @doc `mnesia_frag_slots' only: adds a fragment on `Nodes' that takes half
 %% of one fragment's slots and nothing else, so that fragment halves and
 %% only it is scanned; `Which' is a fragment number or `largest' (the one
-%% with the most records; see largest/1). `Nodes' as for {@link
-%% add_frag/2}. Crash-safe as {@link add_frag/2}.
+%% with the most records, as `mnesia:table_info(F, size)' counts them on
+%% every storage type). `Nodes' as for {@link add_frag/2}. Crash-safe as
+%% {@link add_frag/2}.
 -spec relieve(atom(), [node()] | [{node(), integer()}], pos_integer() | largest) ->
           {atomic, ok} | {aborted, term()}.
 relieve(Tab, Nodes, Which) ->
