@@ -23,7 +23,7 @@
 
 -export([fresh_state/3, locate/2, load_locate/3, add_frag/4, split_frag/3, del_frag/2,
          info/2, cache_stats/0, digest/1, set_built_dir/1, lookup_table/2,
-         inline_table/2]).
+         inline_table/2, schemes/0]).
 -export([load_status/0, call/1, built_dir/0]).
 
 -on_load(init/0).
@@ -107,6 +107,15 @@ del_frag(_Digest, _Bytes) -> ?NIF.
 %% slot bits, slots per fragment and weights. Dirty CPU.
 -spec info(digest(), binary()) -> map().
 info(_Digest, _Bytes) -> ?NIF.
+
+%% @doc The schemes the NIF serves, one `{ErlangName, StateCode, CoreName,
+%% CoreTag}' each: the name of the Erlang side (hash module
+%% `mnesia_frag_<ErlangName>'), the code naming it in a hash state's header
+%% (`fraghash_state'), the core scheme behind it and that scheme's tag in a
+%% core state. The Rust side's table (crates/fraghash-nif/src/schemes.rs) is
+%% the source; `fraghash_state_tests' holds the Erlang modules to it.
+-spec schemes() -> [{atom(), 1..255, binary(), 1..255}].
+schemes() -> ?NIF.
 
 %% @doc Sets the directory where the NIF keeps node-local files of schemes
 %% it built by replaying a recipe, so that the next miss (after a restart)

@@ -61,11 +61,10 @@
 %% stays as redb committed it. The price: a kill between two records of one
 %% transaction leaves the first applied and not the second (the
 %% transaction never returned, so nobody was told it committed).
-%% A write that fails (a full disc, an I/O error) raises in the callback,
-%% and Mnesia, applying a commit, catches that and goes on: the
-%% transaction still returns `{atomic, ok}'. The backend logs each such
-%% failure at error level (file, reason); the line above holds for the
-%% writes that did not fail.
+%% A write that the database cannot keep is never acknowledged: while the
+%% disc is full, writes abort in their transaction with `{fraghash_redb,
+%% disk_full, Tab, Text}'; a committed change that fails all the same (an
+%% I/O error) stops Mnesia on the node (see {@link fraghash_redb_commit}).
 %% Replicas on other nodes follow Mnesia's protocol: with
 %% `mnesia:sync_transaction/1' every replica has applied (and so synced)
 %% the transaction when it returns.
@@ -109,7 +108,7 @@
 -module(fraghash_redb_copies).
 -behaviour(mnesia_backend_type).
 
--export([register/0, register/1, sync/0, chunk/0, forget/1]).
+-export([register/0, register/1, sync/0, chunk/0, forget/1, repair_log/0]).
 
 %% Backend management
 -export([init_backend/0, add_aliases/1, remove_aliases/1]).
@@ -127,7 +126,7 @@
 
 %% Records read per chunk by select and loading; bounds a reader's memory.
 -define(CHUNK, 500).
--define(INFO, <<"fraghash:info">>).
+-define(INFO, (fraghash_redb_admin:info_table())).
 -define(ALIAS, redb_copies).
 
 %%% Convenience
@@ -148,29 +147,8 @@ register(Alias) ->
                Other -> Other
            end,
     case Here of
-        {atomic, ok} -> start_everywhere(Alias);
+        {atomic, ok} -> fraghash_redb_admin:start_everywhere(Alias);
         _ -> Here
-    end.
-
-%% Mnesia starts a backend on the node that adds its type and, later, on
-%% every node whose Mnesia starts with the type in its schema, but not on
-%% the nodes already running: the database is opened on each of them here,
-%% so that a copy made there at once (`add_table_copy',
-%% `change_table_copy_type') has its database. A node that cannot open it
-%% is named in the answer.
-start_everywhere(Alias) ->
-    Nodes = mnesia:system_info(running_db_nodes),
-    {Answers, Down} = rpc:multicall(Nodes, ?MODULE, add_aliases, [[Alias]], 60000),
-    Failed = [{N, A} || {N, A} <- lists:zip(Nodes -- Down, Answers), A =/= ok] ++
-             [{N, nodedown} || N <- Down],
-    case Failed of
-        [] ->
-            {atomic, ok};
-        _ ->
-            Text = io_lib:format("redb_copies is registered, but its database did not open "
-                                 "on ~0p: ~0tp (is fraghash on those nodes' code path?)",
-                                 [[N || {N, _} <- Failed], Failed]),
-            {aborted, {fraghash_redb, not_started, unicode:characters_to_binary(Text)}}
     end.
 
 %% @doc Syncs the node's database: every write that returned survives a
@@ -180,6 +158,23 @@ start_everywhere(Alias) ->
 -spec sync() -> ok.
 sync() ->
     ok = check(fraghash_redb_nif:sync(fraghash_redb_db:handle())).
+
+%% @doc Opens this node's database with its log repaired, with Mnesia
+%% stopped on this node, and says what it dropped. For a node whose Mnesia
+%% refuses to start because the log beside `fraghash.redb' is damaged
+%% (`log_damaged': whole logged writes follow bytes that fail their
+%% check) or missing (`log_missing'): the damaged part of that file and
+%% everything after it are dropped, a missing file is made anew. Keep a
+%% copy of the files first; where another node holds the tables, deleting
+%% this node's copies there and adding them again loses nothing instead.
+%% `{ok, []}' when the log was whole.
+-spec repair_log() -> {ok, [binary()]} | {error, term()}.
+repair_log() ->
+    case mnesia:system_info(is_running) of
+        no -> fraghash_redb_db:repair_log(fraghash_redb_db:path());
+        _ -> {error, {fraghash_redb, mnesia_running,
+                      <<"stop Mnesia on this node first (mnesia:stop())">>}}
+    end.
 
 %% @doc Records read per chunk by `select' and table loading.
 chunk() -> ?CHUNK.
@@ -194,59 +189,14 @@ chunk() -> ?CHUNK.
 %% this type is refused rather than created empty: their records would be
 %% gone without a word.
 init_backend() ->
-    case open_db([]) of
+    case fraghash_redb_admin:open_db([]) of
         ok -> write([{clear, ?INFO}]);
         {error, _} = E -> E
     end.
 
-%% Opens the node's database unless it is open, with the table of index
-%% states in it. `Creating' are tables being created here now, which the
-%% schema may list already.
-open_db(Creating) ->
-    Path = fraghash_redb_db:path(),
-    case fraghash_redb_db:is_open() orelse {filelib:is_file(Path), local_tables() -- Creating} of
-        true ->
-            ok;
-        {false, [_ | _] = Tabs} ->
-            Text = io_lib:format("~ts is missing, but this node holds ~b redb_copies "
-                                 "table(s) (~0p): restore the file from a backup, or, where "
-                                 "another node holds copies, delete this node's copies from "
-                                 "there (mnesia:del_table_copy/2) and add them again",
-                                 [Path, length(Tabs), Tabs]),
-            {error, {fraghash_redb, missing, Path, unicode:characters_to_binary(Text)}};
-        _ ->
-            case fraghash_redb_db:ensure_started() of
-                ok -> ensure_info();
-                {error, _} = E -> E
-            end
-    end.
-
-%% The database, opened if Mnesia did not start the backend on this node
-%% (the type was added while this node ran): a replica made here by
-%% another node's call then gets its table all the same.
-need_db(Tab) ->
-    case open_db([Tab]) of
-        ok -> ok;
-        {error, {fraghash_redb, Kind, _Path, Text}} -> erlang:error({fraghash_redb, Kind, Text});
-        {error, Other} -> erlang:error({fraghash_redb, not_started, Other})
-    end.
-
-%% The tables the schema puts on this node with this backend (known when
-%% Mnesia starts the backend: it has read the schema by then).
-local_tables() ->
-    Tabs = try mnesia_lib:val({schema, tables}) catch _:_ -> [] end,
-    [T || T <- Tabs, {{_Alias, ?MODULE}, Nodes} <- external_copies(T),
-          lists:member(node(), Nodes)].
-
-external_copies(Tab) ->
-    try mnesia_lib:val({Tab, external_copies}) catch _:_ -> [] end.
-
 %% @private
 add_aliases(Aliases) ->
-    case open_db([]) of
-        ok -> _ = fraghash_redb_db:add_aliases(Aliases), ok;
-        {error, _} = E -> E
-    end.
+    fraghash_redb_admin:start_local(Aliases).
 
 %% @private
 remove_aliases(Aliases) ->
@@ -289,7 +239,7 @@ ordered_index(_) -> false.
 %% @private Mnesia may call it more than once for a table (while preparing
 %% the schema change and when dumping it): a table already there is fine.
 create_table(_Alias, Tab, _Props) ->
-    ok = need_db(Tab),
+    ok = fraghash_redb_admin:need_db(Tab),
     ensure_table(Tab).
 
 %% @private A copy loaded from another node replaces the local one: it is
@@ -297,21 +247,21 @@ create_table(_Alias, Tab, _Props) ->
 %% opens the table with reason `startup' and closes it when done: its
 %% writes are ignored meanwhile (see the module documentation).
 load_table(_Alias, Tab, {net_load, _}, _Cs) ->
-    ok = need_db(Tab),
-    replayed(Tab, false),
+    ok = fraghash_redb_admin:need_db(Tab),
+    fraghash_redb_commit:replayed(Tab, false),
     ok = ensure_table(Tab),
     write([{clear, name(Tab)}]);
 load_table(_Alias, Tab, startup, _Cs) ->
-    replayed(Tab, true),
+    fraghash_redb_commit:replayed(Tab, true),
     ensure_table(Tab);
 load_table(_Alias, Tab, _Reason, _Cs) ->
-    ok = need_db(Tab),
-    replayed(Tab, false),
+    ok = fraghash_redb_admin:need_db(Tab),
+    fraghash_redb_commit:replayed(Tab, false),
     ensure_table(Tab).
 
 %% @private The database stays open for the node's other tables.
 close_table(_Alias, Tab) ->
-    replayed(Tab, false).
+    fraghash_redb_commit:replayed(Tab, false).
 
 %% @private
 sync_close_table(_Alias, _Tab) -> ok.
@@ -339,7 +289,7 @@ stored_for(Tag) when is_tuple(Tag) -> element(1, Tag).
 
 %% @private
 delete_table(_Alias, Tab) ->
-    ok = need_db(Tab),
+    ok = fraghash_redb_admin:need_db(Tab),
     ok = write([{delete, ?INFO, info_key(Tab)}]),
     case fraghash_redb_nif:delete_table(fraghash_redb_db:handle(), name(Tab)) of
         ok -> ok;
@@ -359,7 +309,7 @@ info(_Alias, _Tab, _Item) ->
 
 %% @private `mnesia:delete_schema/1' removes files with these suffixes.
 %% The database and its log (fraghash_redb_db).
-real_suffixes() -> [".redb", ".redb.log"].
+real_suffixes() -> [".redb", ".redb.log", ".redb.log2"].
 
 %% @private
 tmp_suffixes() -> [].
@@ -395,15 +345,15 @@ receive_done(_Alias, _Tab, _Sender, _State) ->
 
 %% @private
 insert(_Alias, Tab, Obj) ->
-    case replaying(Tab) of
+    case fraghash_redb_commit:replaying(Tab) of
         true -> ok;
-        false -> write([put_op(name(Tab), keypos(Tab), Obj)])
+        false -> fraghash_redb_commit:commit(Tab, [put_op(name(Tab), keypos(Tab), Obj)])
     end.
 
 %% @private
 delete(_Alias, Tab, Key) ->
-    case {replaying(Tab), key_bin(Key)} of
-        {false, {ok, K}} -> write([{delete, name(Tab), K}]);
+    case {fraghash_redb_commit:replaying(Tab), key_bin(Key)} of
+        {false, {ok, K}} -> fraghash_redb_commit:commit(Tab, [{delete, name(Tab), K}]);
         _ -> ok
     end.
 
@@ -411,22 +361,22 @@ delete(_Alias, Tab, Key) ->
 %% transaction; another scans for the matching keys and deletes them in
 %% transactions of up to chunk/0 keys.
 match_delete(_Alias, Tab, Pat) ->
-    case {replaying(Tab), wild(Pat, keypos(Tab))} of
+    case {fraghash_redb_commit:replaying(Tab), wild(Pat, keypos(Tab))} of
         {true, _} ->
             ok;
         {false, true} ->
-            write([{clear, name(Tab)}]);
+            fraghash_redb_commit:commit(Tab, [{clear, name(Tab)}]);
         {false, false} ->
-            Name = name(Tab),
-            Pos = keypos(Tab),
-            delete_matching(select(?ALIAS, Tab, [{Pat, [], ['$_']}], ?CHUNK), Name, Pos)
+            delete_matching(select(?ALIAS, Tab, [{Pat, [], ['$_']}], ?CHUNK), Tab)
     end.
 
-delete_matching('$end_of_table', _Name, _Pos) ->
+delete_matching('$end_of_table', _Tab) ->
     ok;
-delete_matching({Recs, Cont}, Name, Pos) ->
-    ok = write([{delete, Name, order_key(element(Pos, R))} || R <- Recs]),
-    delete_matching(select(Cont), Name, Pos).
+delete_matching({Recs, Cont}, Tab) ->
+    Name = name(Tab),
+    Pos = keypos(Tab),
+    ok = fraghash_redb_commit:commit(Tab, [{delete, Name, order_key(element(Pos, R))} || R <- Recs]),
+    delete_matching(select(Cont), Tab).
 
 %% @private
 lookup(_Alias, Tab, Key) ->
@@ -481,7 +431,7 @@ slot_walk(Name, Start, Pos) ->
 %% @private Raises `badarg' (an `error', which Mnesia catches to write the
 %% record itself) when there is no record or no integer in position 3.
 update_counter(Alias, Tab, Key, Incr) when is_integer(Incr) ->
-    case {replaying(Tab), key_bin(Key)} of
+    case {fraghash_redb_commit:replaying(Tab), key_bin(Key)} of
         {true, _} ->
             %% The replay's increment is in the table already.
             case lookup(Alias, Tab, Key) of
@@ -492,14 +442,16 @@ update_counter(Alias, Tab, Key, Incr) when is_integer(Incr) ->
             case fraghash_redb_db:update_counter(name(Tab), K, Incr, 3) of
                 {ok, New} -> New;
                 {error, badarg} -> erlang:error(badarg);
-                {error, {Kind, Msg}} -> erlang:error({fraghash_redb, Kind, Msg})
+                {error, {Kind, Msg}} -> fraghash_redb_commit:fail_stop(Tab, Kind, Msg)
             end;
         {false, none} ->
             erlang:error(badarg)
     end.
 
-%% @private Called in the transaction for reads and deletes by key.
-validate_key(_Alias, _Tab, RecName, Arity, Type, _Key) ->
+%% @private Called in the transaction for counter updates: refused while
+%% the disc is full, as writes are.
+validate_key(_Alias, Tab, RecName, Arity, Type, _Key) ->
+    ok = fraghash_redb_commit:room(Tab),
     {RecName, Arity, Type}.
 
 %% @private Called in the transaction for each write: a key that cannot be
@@ -508,19 +460,19 @@ validate_key(_Alias, _Tab, RecName, Arity, Type, _Key) ->
 validate_record(_Alias, Tab, RecName, Arity, Type, Obj) ->
     Key = element(2, Obj),
     try fraghash_redb_nif:order_key(Key) of
-        _ -> {RecName, Arity, Type}
+        _ -> ok = fraghash_redb_commit:room(Tab), {RecName, Arity, Type}
     catch
         error:{fraghash_redb, Reason, _} -> mnesia:abort({fraghash_redb, Reason, Tab, Key})
     end.
 
 %% @private
 index_is_consistent(_Alias, Tag, Bool) when is_boolean(Bool) ->
-    ok = ensure_info(),
+    ok = fraghash_redb_admin:ensure_info(),
     write([{put, ?INFO, info_key(Tag), term_to_binary(Bool)}]).
 
 %% @private
 is_index_consistent(_Alias, Tag) ->
-    ok = ensure_info(),
+    ok = fraghash_redb_admin:ensure_info(),
     case check(fraghash_redb_nif:get(fraghash_redb_db:handle(), ?INFO, info_key(Tag))) of
         {ok, V} -> binary_to_term(V);
         not_found -> false
@@ -572,13 +524,6 @@ ensure_table(Tab) ->
         Error -> check(Error)
     end.
 
-ensure_info() ->
-    case fraghash_redb_nif:create_table(fraghash_redb_db:handle(), ?INFO, <<>>) of
-        ok -> ok;
-        {error, {table_exists, _}} -> ok;
-        Error -> check(Error)
-    end.
-
 put_op(Name, Pos, Obj) ->
     {put, Name, order_key(element(Pos, Obj)), term_to_binary(Obj)}.
 
@@ -610,9 +555,8 @@ is_var(A) ->
         _ -> false
     end.
 
-%% Mnesia ignores a failed write while it commits (it logs it only at its
-%% verbose level), so a failed write is logged here as an error, then
-%% raised.
+%% A failed write outside a commit (loading a copy, the table of index
+%% states) is logged as an error and raised: Mnesia's loader reports it.
 write(Ops) ->
     case fraghash_redb_db:write(Ops) of
         ok ->
@@ -621,20 +565,6 @@ write(Ops) ->
             logger:error("fraghash_redb: write to ~ts failed: ~p: ~ts",
                          [fraghash_redb_db:path(), Kind, Msg]),
             erlang:error({fraghash_redb, Kind, Msg})
-    end.
-
-%% Whether Mnesia's log replay at start is writing to `Tab'. The table of
-%% replays lives with the database; Mnesia also opens and closes tables
-%% while the database is not open (a fallback being installed at start).
-replaying(Tab) ->
-    ets:whereis(fraghash_redb_replay) =/= undefined andalso
-        ets:member(fraghash_redb_replay, Tab).
-
-replayed(Tab, Replaying) ->
-    case {ets:whereis(fraghash_redb_replay), Replaying} of
-        {undefined, _} -> ok;
-        {_, true} -> true = ets:insert(fraghash_redb_replay, {Tab}), ok;
-        {_, false} -> true = ets:delete(fraghash_redb_replay, Tab), ok
     end.
 
 check({error, {Kind, Msg}}) -> erlang:error({fraghash_redb, Kind, Msg});

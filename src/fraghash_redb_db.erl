@@ -51,6 +51,7 @@
 -behaviour(gen_server).
 
 -export([ensure_started/0, stop/0, handle/0, is_open/0, path/0, write/1, update_counter/4,
+         repair_log/1, has_room/0,
          add_aliases/1, remove_aliases/1, max_group/0, stats/0, check_file/1,
          default_cache_bytes/0]).
 -export([start_link/1]).
@@ -67,14 +68,19 @@
 %% The memtable's size past which it is flushed at once (else within
 %% redb_sync_ms).
 -define(MEMTABLE_BYTES, 1 bsl 20).
+%% The room each log file keeps allocated past its end, so that a full
+%% disc is seen while the writes under way still fit.
+-define(LOG_RESERVE_BYTES, 4 bsl 20).
 
 %% calls: write calls answered; commits: the database writes they took;
 %% durability: how a group commits (logged | immediate); sync_timer: the
 %% timer of the flush due for logged writes since the last one, if any;
 %% dirty: whether a write came since the last flush began; flusher: the
-%% process flushing the memtable, if one is.
+%% process flushing the memtable (or opening the database again), if one
+%% is; reopen: an I/O error left redb refusing everything, so the next
+%% flush opens the database again instead.
 -record(st, {db, path, aliases = [], calls = 0, commits = 0, durability = logged,
-             sync_timer = none, dirty = false, flusher = none}).
+             sync_timer = none, dirty = false, flusher = none, reopen = false}).
 
 %%% API
 
@@ -91,8 +97,8 @@ ensure_started() ->
                 {ok, _} -> ok;
                 {ok, _, _} -> ok;
                 {error, {already_started, _}} -> ok;
-                {error, {{fraghash_redb, _, _, _} = Why, _}} -> {error, Why};
-                {error, {fraghash_redb, _, _, _} = Why} -> {error, Why};
+                {error, {{fraghash_redb, _, _, _} = Why, _}} -> {error, advise(Why)};
+                {error, {fraghash_redb, _, _, _} = Why} -> {error, advise(Why)};
                 {error, Other} -> {error, {fraghash_redb, start_failed, Path, Other}}
             end
     end.
@@ -107,6 +113,30 @@ check_file(Path) ->
     case fraghash_redb_nif:open(unicode:characters_to_binary(Path), #{create => false}) of
         {ok, Db} -> fraghash_redb_nif:close(Db);
         {error, {Kind, Msg}} -> {error, {fraghash_redb, Kind, Path, Msg}}
+    end.
+
+%% A damaged or missing log: the call that opens the database anyway.
+advise({fraghash_redb, Kind, Path, Msg}) when Kind =:= log_damaged; Kind =:= log_missing ->
+    {fraghash_redb, Kind, Path,
+     <<Msg/binary, " (with Mnesia stopped on this node: fraghash_redb_copies:repair_log())">>};
+advise(Why) ->
+    Why.
+
+%% @doc Opens the database in `Path' with its log repaired (see
+%% {@link fraghash_redb_copies:repair_log/0}), and closes it: `{ok,
+%% Dropped}', one sentence for each part of the log dropped.
+-spec repair_log(file:filename()) -> {ok, [binary()]} | {error, term()}.
+repair_log(Path) ->
+    case fraghash_redb_nif:open(unicode:characters_to_binary(Path),
+                                #{create => false, repair_log => true}) of
+        {ok, Db} ->
+            Dropped = fraghash_redb_nif:log_repairs(Db),
+            case fraghash_redb_nif:close(Db) of
+                ok -> {ok, Dropped};
+                {error, {Kind, Msg}} -> {error, {fraghash_redb, Kind, Path, Msg}}
+            end;
+        {error, {Kind, Msg}} ->
+            {error, {fraghash_redb, Kind, Path, Msg}}
     end.
 
 %% @doc Stops the process and closes the database (no-op if not running).
@@ -146,6 +176,22 @@ write([]) ->
     ok;
 write(Ops) ->
     gen_server:call(?MODULE, {write, Ops}, infinity).
+
+%% @doc Whether the node's database has room for more writes (`true'
+%% when it is not open: the write then reports that). When it has none,
+%% the writer is asked to flush, which tries for room again.
+-spec has_room() -> boolean().
+has_room() ->
+    case persistent_term:get(?HANDLE_KEY, undefined) of
+        undefined ->
+            true;
+        Db ->
+            fraghash_redb_nif:has_room(Db) orelse
+                begin
+                    gen_server:cast(?MODULE, room),
+                    false
+                end
+    end.
 
 %% @doc Adds `Incr' to the integer in position 3 of the record under
 %% `KeyBin' in table `Name' and commits as {@link write/1} does; returns
@@ -216,7 +262,9 @@ init(Path) ->
     Opts = #{cache_bytes => application:get_env(fraghash, redb_cache_bytes,
                                                 default_cache_bytes()),
              memtable_bytes => application:get_env(fraghash, redb_memtable_bytes,
-                                                   ?MEMTABLE_BYTES)},
+                                                   ?MEMTABLE_BYTES),
+             log_reserve_bytes => application:get_env(fraghash, redb_log_reserve_bytes,
+                                                      ?LOG_RESERVE_BYTES)},
     case durability() of
         {error, Text} -> {stop, {fraghash_redb, bad_config, Path, Text}};
         Durability -> open(Path, Opts, Durability)
@@ -252,6 +300,9 @@ handle_call({remove_aliases, As}, _From, #st{aliases = Old} = S) ->
     {reply, New, S#st{aliases = New}}.
 
 %% @private
+handle_cast(room, S) ->
+    %% A flush tries for room again; one at a time.
+    {noreply, flush(S)};
 handle_cast(_Msg, S) ->
     {noreply, S}.
 
@@ -262,10 +313,22 @@ handle_info(sync, #st{dirty = Dirty} = S0) ->
                   true -> flush(S);
                   false -> S
               end};
-handle_info({'DOWN', _, process, Pid, Result}, #st{flusher = Pid, path = Path} = S0) ->
+handle_info({'DOWN', _, process, Pid, Result}, #st{flusher = Pid, path = Path, db = Db} = S0) ->
     S = S0#st{flusher = none},
     Again = case Result of
                 {flushed, Done} when is_boolean(Done) ->
+                    S;
+                {reopened, ok} ->
+                    logger:notice("redb_copies: ~ts opened again after an I/O error", [Path]),
+                    S#st{dirty = true};
+                %% An I/O error (a full disc) left redb refusing everything
+                %% until the database is opened again: the next flush does
+                %% that (the log replays what the memtable held).
+                {flushed, {error, {poisoned, _}}} ->
+                    S#st{dirty = true, reopen = true};
+                {reopened, Why} ->
+                    logger:error("redb_copies: could not open ~ts again: ~0tp", [Path, Why]),
+                    _ = fraghash_redb_nif:close(Db),
                     S;
                 %% The memtable stays as it was (frozen, read as before) and
                 %% its writes in the log, which the next open replays; the
@@ -316,6 +379,9 @@ sync_later(S) ->
 %% Flushes the memtable in a process of its own (the NIF runs on a dirty
 %% I/O scheduler while writes go on here), unless one is flushing already;
 %% its end is the 'DOWN' message above.
+flush(#st{flusher = none, db = Db, reopen = true} = S) ->
+    {Pid, _} = spawn_monitor(fun() -> exit({reopened, fraghash_redb_nif:reopen(Db)}) end),
+    S#st{flusher = Pid, reopen = false};
 flush(#st{flusher = none, db = Db} = S) ->
     {Pid, _} = spawn_monitor(fun() -> exit({flushed, fraghash_redb_nif:flush(Db)}) end),
     S#st{flusher = Pid, dirty = false};

@@ -27,7 +27,8 @@
 -export([order_key/1, order_key_etf/1, order_key_etf_dirty/1]).
 -export([open/2, close/1, create_table/3, delete_table/2, tables/1,
          write/3, sync/1, flush/1, wants_flush/1, get/3, first/2, last/2, next/3, prev/3,
-         chunk/5, records/5, size/2, stored_bytes/2]).
+         chunk/5, records/5, size/2, stored_bytes/2, log_repairs/1, has_room/1,
+         reopen/1]).
 -export([load_status/0]).
 
 -on_load(init/0).
@@ -41,7 +42,7 @@
 -opaque db() :: reference().
 -type kind() :: locked | foreign | corrupt | disk_full | not_found | io
               | storage | no_such_table | table_exists | bad_table_name
-              | closed.
+              | log_damaged | log_missing | poisoned | closed.
 -type error() :: {error, {kind(), binary()}}.
 -type op() :: {put, binary(), binary(), binary()}
             | {delete, binary(), binary()}
@@ -195,3 +196,21 @@ size(_Db, _Tab) -> ?NIF.
 %% as stored, without page overhead); walks every page of the table.
 -spec stored_bytes(db(), binary()) -> {ok, non_neg_integer()} | error().
 stored_bytes(_Db, _Tab) -> ?NIF.
+
+%% @doc What opening with `repair_log' dropped from the database's log,
+%% one sentence each (`[]' when the log was whole).
+-spec log_repairs(db()) -> [binary()] | error().
+log_repairs(_Db) -> ?NIF.
+
+%% @doc Whether the disc has room for more writes: `false' once the log
+%% could not keep its reserve or a flush failed for want of room, until a
+%% flush finds room again. Reads one flag; never waits.
+-spec has_room(db()) -> boolean().
+has_room(_Db) -> ?NIF.
+
+%% @doc Closes the database without a sync and opens its file again, for
+%% a database an I/O error left refusing everything (`poisoned'): the log
+%% replays every write since the last synced commit. If the open fails,
+%% the database stays closed.
+-spec reopen(db()) -> ok | error().
+reopen(_Db) -> ?NIF.

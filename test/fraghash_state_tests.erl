@@ -27,7 +27,8 @@ state_test_() ->
     [{timeout, 120, {atom_to_list(Scheme) ++ ": codec and lookup = core, 3 -> 40 -> 3",
                      fun() -> grow_shrink(Scheme, Spec) end}}
      || {Scheme, Spec} <- ?SCHEMES]
-    ++ [{"damaged and foreign states are refused", fun damaged/0},
+    ++ [{"the hash modules follow the NIF's table of schemes", fun schemes_agree_with_the_nif/0},
+        {"damaged and foreign states are refused", fun damaged/0},
         {timeout, 120, {"slots: 8,191 fragments at most", fun slots_limit/0}}].
 
 grow_shrink(Scheme, Spec) ->
@@ -122,3 +123,34 @@ slots_limit() ->
     Bad = [H || H <- [rand:uniform(1 bsl 32) - 1 || _ <- lists:seq(1, 20000)],
                 fraghash_lookup:locate_hash(S, H) =/= core(D1, B1, H)],
     ?assertEqual([], Bad).
+
+%% The NIF's table of schemes (crates/fraghash-nif/src/schemes.rs) is the one
+%% the Erlang side follows: each scheme's hash module makes states with the
+%% table's code in their header and the table's core scheme in their recipe,
+%% the application has a hash module for every scheme of the table and none
+%% beside, and this module's own list of schemes names the same ones.
+schemes_agree_with_the_nif() ->
+    Table = fraghash_nif:schemes(),
+    ?assertMatch([_, _, _, _], Table),
+    lists:foreach(
+      fun({Name, Code, Core, _CoreTag}) ->
+              Mod = list_to_atom("mnesia_frag_" ++ atom_to_list(Name)),
+              S = Mod:init_state(schemes_test, []),
+              <<"fh", _Layout, C:8, _/binary>> = S,
+              ?assertEqual({Name, Code}, {Name, C}),
+              {ok, #fraghash_state{scheme = Name, digest = D, bytes = B}} =
+                  fraghash_state:decode(S),
+              #{spec := Spec} = fraghash_nif:info(D, B),
+              ?assertEqual({Name, Core}, {Name, hd(binary:split(Spec, <<":">>))})
+      end, Table),
+    ok = case application:load(fraghash) of
+             ok -> ok;
+             {error, {already_loaded, fraghash}} -> ok
+         end,
+    {ok, Mods} = application:get_key(fraghash, modules),
+    HashMods = [M || M <- Mods, lists:prefix("mnesia_frag_", atom_to_list(M))],
+    ?assertEqual(lists:sort([list_to_atom("mnesia_frag_" ++ atom_to_list(N))
+                             || {N, _, _, _} <- Table]),
+                 lists:sort(HashMods)),
+    ?assertEqual(lists:sort([{N, Core} || {N, _, Core, _} <- Table]),
+                 lists:sort([{N, hd(binary:split(Spec, <<":">>))} || {N, Spec} <- ?SCHEMES])).

@@ -6,8 +6,8 @@ mod text;
 
 use clap::{Parser, Subcommand};
 
-/// Split a table into fragments and grow it: experiments, benchmarks and
-/// durable fragmented tables.
+/// Split a table into fragments and grow it: the fragment-balance experiment
+/// for every scheme, and durable fragmented tables.
 #[derive(Parser)]
 #[command(name = "fraghash", version, about)]
 struct Cli {

@@ -41,6 +41,7 @@ pub mod mnesia;
 pub mod ranges;
 pub mod recipe;
 pub mod runs;
+pub mod schemes;
 
 // The NIF entry points reference `enif_*` symbols that only the VM provides,
 // so they are left out of the unit-test binary and of the examples (which

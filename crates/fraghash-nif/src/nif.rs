@@ -232,11 +232,14 @@ fn inline_table<'a>(env: Env<'a>, digest: Binary<'a>, bytes: Term<'a>) -> NifRes
         Some(l) if l.carried() => Ok(encode_lookup(env, Some(l))),
         _ => Err(raise(
             atoms::too_many_fragments(),
+            // Mnesia builds a new table's state one fragment at a time, so the
+            // count reached here is the first one past the limit, not the count
+            // asked for: the message names the limit only.
             format!(
                 "mnesia_frag_slots holds at most {} fragments (a hash state names \
-                 each fragment in 13 bits); this table would have {}",
-                crate::lookup::MAX_SLOT_WORD_OWNER,
-                recipe.fragments()
+                 each fragment in 13 bits): a table cannot be created with, or grown \
+                 to, more",
+                crate::lookup::MAX_SLOT_WORD_OWNER
             ),
         )),
     }
@@ -287,6 +290,26 @@ fn cache_stats() -> (usize, usize) {
 #[rustler::nif(schedule = "DirtyCpu")]
 fn digest<'a>(env: Env<'a>, bytes: Binary<'a>) -> Term<'a> {
     binary(env, &recipe::digest(bytes.as_slice()))
+}
+
+/// The schemes this NIF serves the Mnesia adapter ([`crate::schemes`]), as
+/// `[{ErlangName, StateCode, CoreName, CoreTag}]`: the one table that ties
+/// the Erlang hash modules' names and state codes to the core's schemes.
+#[rustler::nif]
+fn schemes(env: Env) -> NifResult<Term> {
+    crate::schemes::SCHEMES
+        .iter()
+        .map(|s| {
+            Ok((
+                rustler::Atom::from_str(env, s.erlang)?,
+                s.state_code,
+                binary(env, s.core.as_bytes()),
+                s.core_tag(),
+            )
+                .encode(env))
+        })
+        .collect::<NifResult<Vec<Term>>>()
+        .map(|v| v.encode(env))
 }
 
 rustler::init!("fraghash_nif");

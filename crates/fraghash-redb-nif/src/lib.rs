@@ -7,6 +7,7 @@
 //! | `order_key_etf_dirty(Etf)` | dirty CPU | the same, for any size |
 //! | `open(Path, Opts)` | dirty I/O | `{ok, Db}` |
 //! | `close(Db)` | dirty I/O | `ok` (again after the first: `ok`) |
+//! | `reopen(Db)` | dirty I/O | `ok`: closed without a sync and opened again (`poisoned`) |
 //! | `create_table(Db, Name, Props)` | dirty I/O | `ok` |
 //! | `delete_table(Db, Name)` | dirty I/O | `ok` |
 //! | `tables(Db)` | dirty I/O | `{ok, [{Name, Props}]}` |
@@ -14,17 +15,20 @@
 //! | `sync(Db)` | dirty I/O | `ok` |
 //! | `flush(Db)` | dirty I/O | `true` or `false` |
 //! | `wants_flush(Db)` | normal (reads one figure) | `true` or `false` |
+//! | `has_room(Db)` | normal (reads one flag) | `true`, or `false` while the disc is full |
 //! | `get(Db, Tab, Key)` | dirty I/O | `{ok, Value}` or `not_found` |
 //! | `first(Db, Tab)`, `last(Db, Tab)` | dirty I/O | `{ok, Key, Value}` or `'$end_of_table'` |
 //! | `next(Db, Tab, Key)`, `prev(Db, Tab, Key)` | dirty I/O | the same |
 //! | `chunk(Db, Tab, Start, Dir, Max)` | dirty I/O | `{ok, [{Key, Value}], more \| done}` |
 //! | `records(Db, Tab, Prefix, Start, Max)` | dirty I/O | `{ok, [Term], LastKey \| none, more \| done, Undecoded}` |
 //! | `size(Db, Tab)` | dirty I/O | `{ok, Count}` |
+//! | `log_repairs(Db)` | normal (reads a short list) | `[Text]`: what opening with `repair_log` dropped |
 //!
 //! `Path`, `Name`, `Tab`, `Key`, `Value` and `Props` are binaries (keys are
 //! order keys, values any bytes). `Opts` is a map with optional `create`
-//! (boolean), `cache_bytes` (integer), `verify` (boolean) and
-//! `memtable_bytes` (integer). `Ops` is a
+//! (boolean), `cache_bytes` (integer), `verify` (boolean),
+//! `memtable_bytes` (integer), `log_reserve_bytes` (integer) and
+//! `repair_log` (boolean). `Ops` is a
 //! list of `{put, Tab, Key, Value}`, `{delete, Tab, Key}` and `{clear,
 //! Tab}`, applied in one transaction; `Durability` is `immediate`,
 //! `logged` or `deferred` (`fraghash_redb::db::Durability`). `Start` is `edge`, `{after, Key}` or `{at, Key}`; `Dir` is
@@ -32,7 +36,8 @@
 //!
 //! Database calls return `{error, {Kind, Message}}` on failure, `Kind` one
 //! of `locked`, `foreign`, `corrupt`, `disk_full`, `not_found`, `io`,
-//! `storage`, `no_such_table`, `table_exists`, `bad_table_name`, `closed`
+//! `storage`, `no_such_table`, `table_exists`, `bad_table_name`,
+//! `log_damaged`, `log_missing`, `poisoned`, `closed`
 //! and `Message` a binary. Order keys raise `{fraghash_redb, Reason,
 //! Message}`, `Reason` one of `unsupported_key`, `key_too_large`,
 //! `too_deep`, `bad_term`. Arguments of the wrong type raise `badarg`.
@@ -64,6 +69,11 @@ mod atoms {
         no_such_table,
         table_exists,
         bad_table_name,
+        log_damaged,
+        log_missing,
+        poisoned,
+        repair_log,
+        log_reserve_bytes,
         closed,
         create,
         cache_bytes,
@@ -113,6 +123,9 @@ fn db_error<'a>(env: Env<'a>, e: &DbError) -> Term<'a> {
         DbError::NoSuchTable { .. } => atoms::no_such_table(),
         DbError::TableExists { .. } => atoms::table_exists(),
         DbError::BadTableName { .. } => atoms::bad_table_name(),
+        DbError::LogDamaged { .. } => atoms::log_damaged(),
+        DbError::LogMissing { .. } => atoms::log_missing(),
+        DbError::Poisoned { .. } => atoms::poisoned(),
     };
     (atoms::error(), (kind, text(env, &e.to_string()))).encode(env)
 }
@@ -183,6 +196,12 @@ fn open_options(opts: Term) -> NifResult<OpenOptions> {
     if let Ok(v) = opts.map_get(atoms::memtable_bytes()) {
         o.memtable_bytes = v.decode()?;
     }
+    if let Ok(v) = opts.map_get(atoms::log_reserve_bytes()) {
+        o.log_reserve_bytes = v.decode()?;
+    }
+    if let Ok(v) = opts.map_get(atoms::repair_log()) {
+        o.repair_log = v.decode()?;
+    }
     Ok(o)
 }
 
@@ -200,6 +219,48 @@ fn open<'a>(env: Env<'a>, path: Binary<'a>, opts: Term<'a>) -> NifResult<Term<'a
         }
         Err(e) => db_error(env, &e),
     })
+}
+
+/// Whether the disc has room for more writes (`Db::has_room`). Runs on a
+/// normal scheduler beside every write, so it never waits: a database
+/// being closed (or closed) answers `true`, and the write itself reports
+/// what is wrong.
+#[rustler::nif]
+fn has_room(db: ResourceArc<DbResource>) -> bool {
+    match db.0.try_read() {
+        Ok(guard) => guard.as_ref().is_none_or(Db::has_room),
+        Err(_) => true,
+    }
+}
+
+/// What opening with `repair_log` dropped from the log, one sentence each.
+#[rustler::nif]
+fn log_repairs(env: Env, db: ResourceArc<DbResource>) -> Term {
+    with_db(env, &db, |d| {
+        let texts: Vec<Term> = d
+            .log_repairs()
+            .iter()
+            .map(|r| text(env, &r.to_string()))
+            .collect();
+        Ok(texts.encode(env))
+    })
+}
+
+/// Closes the database without a sync and opens its file again
+/// (`Db::reopen`), for a database an I/O error left refusing everything
+/// (`poisoned`). Every call waits meanwhile; if the open fails the
+/// database is closed, and later calls return `{error, {closed, _}}`.
+#[rustler::nif(schedule = "DirtyIo")]
+fn reopen(env: Env, db: ResourceArc<DbResource>) -> Term {
+    let mut guard = db.0.write().unwrap_or_else(|p| p.into_inner());
+    match guard.take().map(Db::reopen) {
+        None => closed(env),
+        Some(Ok(again)) => {
+            *guard = Some(again);
+            atoms::ok().encode(env)
+        }
+        Some(Err(e)) => db_error(env, &e),
+    }
 }
 
 /// Closes the database; later calls on it return `{error, {closed, _}}`.

@@ -9,14 +9,37 @@ use thiserror::Error;
 /// Result of store operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// Who holds a table's lock, for [`Error::TableLocked`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockHolder {
+    /// A `Table` of this process has it open: open a table once per process
+    /// and clone the `Table` to share it.
+    ThisProcess,
+    /// Another process has it open.
+    OtherProcess,
+}
+
+impl std::fmt::Display for LockHolder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            LockHolder::ThisProcess => {
+                "this process has it open already (open a table once and clone the Table to share it)"
+            }
+            LockHolder::OtherProcess => "another process has it open",
+        })
+    }
+}
+
 /// Any error of the store.
 #[derive(Debug, Error)]
 pub enum Error {
-    /// Another process (or another `Table` in this one) has the table open.
-    #[error("table {dir} is locked: another process has it open")]
+    /// A `Table` has the table open already, in this process or another.
+    #[error("table {dir} is locked: {holder}")]
     TableLocked {
         /// The table directory.
         dir: PathBuf,
+        /// Which process holds it.
+        holder: LockHolder,
     },
     /// `create` found a table already there.
     #[error("a table already exists in {dir}")]

@@ -55,7 +55,8 @@
 //! - Keys: at most [`MAX_KEY_LEN`] bytes (the empty key is allowed).
 //! - Values: at most [`MAX_VALUE_LEN`] bytes.
 //! - Fragments: the scheme's limit ([`fraghash::SchemeSpec::max_fragments`]).
-//! - One process opens a table at a time ([`Error::TableLocked`]).
+//! - One `Table` has a table open at a time, in one process ([`Error::TableLocked`]
+//!   says whether this process or another holds it); clone it to share it.
 //! - Every `put`, `delete` and fragment's part of a batch is one fsynced redb
 //!   transaction: batch writes for throughput.
 
@@ -71,7 +72,7 @@ mod open;
 mod table;
 
 pub use admin::{CompactReport, MigrationProgress, MigrationReport, VerifyReport};
-pub use error::{Error, Result};
+pub use error::{Error, LockHolder, Result};
 pub use fraghash::PlanKind;
 pub use manifest::{FORMAT_VERSION, MANIFEST_FILE};
 pub use open::DEFAULT_BATCH;

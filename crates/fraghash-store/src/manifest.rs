@@ -12,14 +12,16 @@
 //! | n | body: [`Manifest`] in postcard |
 //! | 8 | xxh3-64 of the body, little-endian |
 
+use std::collections::BTreeSet;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use fraghash::MigrationPlan;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, IoCtx, Result};
+use crate::error::{Error, IoCtx, LockHolder, Result};
 use crate::failpoint;
 
 /// The on-disk format version of the manifest (and of the fragment files).
@@ -221,10 +223,23 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
 #[derive(Debug)]
 pub(crate) struct DirLock {
     _file: File,
+    /// The directory as entered in [`LOCKED_HERE`], removed on drop.
+    dir: PathBuf,
+}
+
+/// The table directories this process holds locked. `flock` refuses a second
+/// lock from this process as from any other, so the set is what tells the
+/// two apart in [`Error::TableLocked`].
+static LOCKED_HERE: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+
+fn locked_here() -> std::sync::MutexGuard<'static, BTreeSet<PathBuf>> {
+    // The set stays consistent even if a holder panicked: recover it.
+    LOCKED_HERE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl DirLock {
-    /// Takes the lock or fails with [`Error::TableLocked`].
+    /// Takes the lock or fails with [`Error::TableLocked`], naming this
+    /// process as the holder when a `Table` of this process has it.
     pub fn acquire(dir: &Path) -> Result<DirLock> {
         use std::os::unix::io::AsRawFd;
         let path = dir.join("LOCK");
@@ -234,6 +249,14 @@ impl DirLock {
             .write(true)
             .open(&path)
             .io_at(&path)?;
+        let key = fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        let mut here = locked_here();
+        if here.contains(&key) {
+            return Err(Error::TableLocked {
+                dir: dir.to_path_buf(),
+                holder: LockHolder::ThisProcess,
+            });
+        }
         // SAFETY: flock on a valid, open file descriptor.
         let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
         if rc != 0 {
@@ -241,11 +264,22 @@ impl DirLock {
             if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
                 return Err(Error::TableLocked {
                     dir: dir.to_path_buf(),
+                    holder: LockHolder::OtherProcess,
                 });
             }
             return Err(Error::io(&path, e));
         }
-        Ok(DirLock { _file: file })
+        here.insert(key.clone());
+        Ok(DirLock {
+            _file: file,
+            dir: key,
+        })
+    }
+}
+
+impl Drop for DirLock {
+    fn drop(&mut self) {
+        locked_here().remove(&self.dir);
     }
 }
 

@@ -136,7 +136,7 @@ impl View {
     }
 
     /// The fragment a write goes to. `cursor` must be held (shared) if the
-    /// key moves: pass it from [`View::moving`].
+    /// key moves (as [`View::any_moving`] tells the caller).
     pub fn write_route(&self, h: u64, cursor: Option<&Cursor>) -> Result<u32> {
         let o = self.scheme.locate(h);
         let (Some(motion), Some(cur)) = (&self.motion, cursor) else {

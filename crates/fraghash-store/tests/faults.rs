@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
 use common::{assert_sound, contents, filled};
-use fraghash_store::{Error, Table, TableOptions};
+use fraghash_store::{Error, LockHolder, Table, TableOptions};
 
 const BIN: &str = env!("CARGO_BIN_EXE_fraghash-store-torture");
 
@@ -22,8 +22,17 @@ fn second_open_is_table_locked() {
     let d = tempfile::tempdir().unwrap();
     let t = filled(d.path(), "slots", 2, 10);
     let e = Table::open(d.path()).unwrap_err();
-    assert!(matches!(e, Error::TableLocked { .. }), "{e}");
-    one_line(&e);
+    assert!(
+        matches!(
+            e,
+            Error::TableLocked {
+                holder: LockHolder::ThisProcess,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(!one_line(&e).contains("another process"), "{e}");
     drop(t);
     // Another process.
     let mut child = Command::new(BIN)
@@ -37,7 +46,16 @@ fn second_open_is_table_locked() {
         .unwrap();
     assert_eq!(line.trim(), "open");
     let e = Table::open(d.path()).unwrap_err();
-    assert!(matches!(e, Error::TableLocked { .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            Error::TableLocked {
+                holder: LockHolder::OtherProcess,
+                ..
+            }
+        ),
+        "{e}"
+    );
     let e2 = Table::create(d.path(), &TableOptions::default()).unwrap_err();
     assert!(matches!(e2, Error::TableLocked { .. }), "{e2}");
     child.kill().unwrap();

@@ -56,6 +56,18 @@ impl SchemeSpec {
         }
     }
 
+    /// The tag that names this scheme in a state's envelope
+    /// ([`FragmentScheme::to_state_bytes`]): part of the on-disc format,
+    /// never renumbered.
+    pub fn state_tag(&self) -> u8 {
+        match self {
+            SchemeSpec::Linear => tag::LINEAR,
+            SchemeSpec::Ring { .. } => tag::RING,
+            SchemeSpec::Jump => tag::JUMP,
+            SchemeSpec::Slots => tag::SLOTS,
+        }
+    }
+
     /// The most fragments this scheme supports.
     pub fn max_fragments(&self) -> u32 {
         match self {

@@ -7,6 +7,7 @@ use fraghash_store::{MigrationReport, PlanKind, Table, TableOptions, WriteBatch}
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
 
+use super::escape::{escape_into, unescape};
 use super::{MigrateArgs, TableCommand};
 use crate::text::{carriage_return, count};
 
@@ -71,15 +72,18 @@ pub(super) fn dispatch(c: TableCommand, quiet: bool) -> Res<u8> {
         TableCommand::Scan { dir, limit } => {
             let t = open(&dir)?;
             let mut out = std::io::BufWriter::new(&mut out);
+            let mut line = Vec::new();
             for (i, r) in t.scan()?.enumerate() {
                 if limit.is_some_and(|l| i as u64 >= l) {
                     break;
                 }
                 let (k, v) = r?;
-                out.write_all(&k)?;
-                out.write_all(b"\t")?;
-                out.write_all(&v)?;
-                out.write_all(b"\n")?;
+                line.clear();
+                escape_into(&k, &mut line);
+                line.push(b'\t');
+                escape_into(&v, &mut line);
+                line.push(b'\n');
+                out.write_all(&line)?;
             }
             out.flush()?;
         }
@@ -161,7 +165,8 @@ fn bar(len: u64, what: &str) -> ProgressBar {
     b
 }
 
-/// Loads `key<TAB>value` lines; returns (records loaded, records in the table).
+/// Loads `key<TAB>value` lines, each field in the escaped format of
+/// [`super::escape`]; returns (records loaded, records in the table).
 fn load(dir: &Path, file: Option<&Path>, batch: usize, quiet: bool) -> Res<(u64, u64)> {
     let t = open(dir)?;
     let (input, len, name): (Box<dyn Read>, u64, String) = match file {
@@ -204,7 +209,15 @@ fn load(dir: &Path, file: Option<&Path>, batch: usize, quiet: bool) -> Res<(u64,
             )
             .into());
         };
-        b.put(&l[..tab], &l[tab + 1..]);
+        let field = |f: &[u8], what: &str| {
+            unescape(f).map_err(|e| {
+                format!(
+                    "line {lineno}: {what}: {e} ({} loaded before it)",
+                    before(n)
+                )
+            })
+        };
+        b.put(field(&l[..tab], "key")?, field(&l[tab + 1..], "value")?);
         if b.len() >= batch {
             t.write_batch(&b)
                 .map_err(|e| format!("line {lineno}: {e} ({} loaded before)", before(n)))?;

@@ -5,11 +5,16 @@
 //! output (`fraghash table scan DIR | head -1`) is a normal end: exit 0,
 //! nothing printed.
 //!
+//! `load` reads and `scan` prints one record a line, `key<TAB>value`, with
+//! backslash escapes for the bytes that would break a line (`\\`, `\t`,
+//! `\n`, `\r`: [`escape`]), so that `scan | load` copies any table.
+//!
 //! A command that opens a table whose migration a crash interrupted
 //! finishes it first (the store does so on open) and says so in one line on
 //! stderr.
 
 mod cmd;
+mod escape;
 
 use std::path::PathBuf;
 
@@ -42,7 +47,7 @@ enum TableCommand {
         #[arg(long = "place")]
         place: Vec<PathBuf>,
     },
-    /// Store VALUE under KEY.
+    /// Store VALUE under KEY (both taken as given, without escapes).
     Put {
         /// Table directory.
         dir: PathBuf,
@@ -51,7 +56,7 @@ enum TableCommand {
         /// Value (UTF-8).
         value: String,
     },
-    /// Print the value of KEY (exit 1 if absent).
+    /// Print the value of KEY as stored, then a newline (exit 1 if absent).
     Get {
         /// Table directory.
         dir: PathBuf,
@@ -69,7 +74,9 @@ enum TableCommand {
     ///
     /// Lines end in LF; a carriage return (CR) anywhere in a line is refused
     /// with its line number (convert CRLF files first, e.g. with dos2unix).
-    /// Empty lines are skipped; the key ends at the first TAB.
+    /// Empty lines are skipped; the key ends at the first TAB. In keys and
+    /// values a backslash starts an escape: \\ for a backslash, \t TAB, \n
+    /// LF, \r CR (any other escape is refused), the format `scan` prints.
     Load {
         /// Table directory.
         dir: PathBuf,
@@ -79,7 +86,10 @@ enum TableCommand {
         #[arg(long, default_value_t = 10_000, value_parser = at_least_one)]
         batch: usize,
     },
-    /// Print every record as `key<TAB>value`.
+    /// Print every record as a `key<TAB>value` line.
+    ///
+    /// Backslash, TAB, LF and CR in keys and values are printed as \\, \t,
+    /// \n and \r, so that `load` reads the output back as the same records.
     Scan {
         /// Table directory.
         dir: PathBuf,

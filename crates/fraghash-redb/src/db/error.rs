@@ -59,6 +59,40 @@ pub enum DbError {
         /// redb's message.
         message: String,
     },
+    /// A log file is damaged in the middle: whole batches follow bytes
+    /// that fail their check, so cutting there would drop batches that
+    /// were acknowledged. Opening with [`super::OpenOptions::repair_log`]
+    /// cuts it and says what it dropped.
+    #[error("{}: the log is damaged at offset {offset}, with {records_after} whole logged \
+             batch(es) after it that would be lost; keep a copy of the file, then open with \
+             the log repair to drop the damaged part and everything after it", path.display())]
+    LogDamaged {
+        /// The log file.
+        path: PathBuf,
+        /// Where the damage starts.
+        offset: u64,
+        /// The whole batches after it.
+        records_after: usize,
+    },
+    /// A log file is missing beside a database that had it: the batches
+    /// it held since the last synced commit would be lost without a word.
+    /// Opening with [`super::OpenOptions::repair_log`] makes it anew.
+    #[error("{}: the log file is missing, so the writes it held since the database's last \
+             sync are lost; restore it, or open with the log repair to go on without them",
+            path.display())]
+    LogMissing {
+        /// The missing file.
+        path: PathBuf,
+    },
+    /// An earlier I/O error (a full disc during a commit, say) left redb
+    /// refusing every operation until the database is opened again
+    /// ([`super::Db::reopen`]); the log holds every batch written since
+    /// the last synced commit, and the next open replays them.
+    #[error("{}: an earlier I/O error left the database unusable until it is opened again", path.display())]
+    Poisoned {
+        /// The database file.
+        path: PathBuf,
+    },
     /// The table does not exist in the database.
     #[error("no table named {name:?}")]
     NoSuchTable {
@@ -118,6 +152,7 @@ impl DbError {
             },
             redb::Error::Io(e) => DbError::io(path, e),
             redb::Error::TableDoesNotExist(name) => DbError::NoSuchTable { name },
+            redb::Error::PreviousIo => DbError::Poisoned { path: p },
             other => DbError::Storage {
                 path: p,
                 message: other.to_string(),

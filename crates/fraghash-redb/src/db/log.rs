@@ -31,12 +31,32 @@
 //! which give every key the value its last op gives it, from any state
 //! that holds a prefix of them.)
 //!
-//! ## A torn end
+//! ## A torn end, and damage
 //! A record that ends early, whose checksum fails or whose number is not
 //! the next one ends its file: a write the death of the machine tore, or
 //! bytes left past the end by an append that failed. The file is cut
 //! there. Records after a gap in the numbers (the first file's end lost to
 //! a crash of the machine, the second's kept) are not replayed.
+//!
+//! A torn end has nothing good after it: neither a torn write nor a failed
+//! append (which the next append overwrites) leaves a whole record with a
+//! later number behind a bad one. So when a whole record numbered above
+//! the last good one (and above the durable number) follows the bad
+//! bytes, the file was damaged in the middle, and opening fails with
+//! [`DbError::LogDamaged`] (file, offset, records after it) instead of
+//! cutting it; likewise a log file missing beside a database that had it
+//! ([`DbError::LogMissing`]). Opening with `repair` cuts and goes on, and
+//! says what it dropped ([`LogRepair`]).
+//!
+//! ## Room kept ahead
+//! A full disc must not make an append fail after its caller was told the
+//! write would be taken. So each file keeps `reserve` bytes allocated past
+//! its end (Linux `fallocate` with `FALLOC_FL_KEEP_SIZE`: the file's length
+//! does not change, so reading is unaffected). When the file system cannot
+//! give that room, appends go on into what is reserved and
+//! [`Log::low_room`] says so, for the caller to stop taking writes until
+//! room comes back ([`Log::reserve_room`] tries again). Elsewhere than on
+//! Linux no room is reserved.
 //!
 //! ## Format
 //! An 8-byte header `fhrlog\0\x01`, then records `[body length: u32 LE]
@@ -109,6 +129,12 @@ pub(super) struct Log {
     cur: usize,
     /// The number the next record takes.
     next_seq: u64,
+    /// The bytes each file keeps allocated past its end.
+    reserve: u64,
+    /// Where each file's allocated room ends, as far as known.
+    reserved: [u64; 2],
+    /// The last reservation failed for want of room.
+    low: bool,
 }
 
 fn io(path: &Path) -> impl Fn(std::io::Error) -> DbError + '_ {
@@ -122,9 +148,61 @@ fn second(path: &Path) -> PathBuf {
     PathBuf::from(p)
 }
 
+/// What a repairing open ([`Log::open`] with `repair`) dropped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LogRepair {
+    /// The file was damaged at `offset`: the `bytes` from there to its
+    /// end were cut, `records` whole records among them.
+    Cut {
+        /// The log file.
+        file: PathBuf,
+        /// Where the damage starts.
+        offset: u64,
+        /// The bytes cut.
+        bytes: u64,
+        /// The whole records, numbered above the last good one, cut with
+        /// them.
+        records: usize,
+    },
+    /// The file was missing, and was made anew: whatever it held is gone.
+    Missing {
+        /// The log file.
+        file: PathBuf,
+    },
+}
+
+impl std::fmt::Display for LogRepair {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LogRepair::Cut {
+                file,
+                offset,
+                bytes,
+                records,
+            } => write!(
+                f,
+                "{}: cut at offset {offset}: {bytes} bytes dropped, {records} whole \
+                 logged batches among them",
+                file.display()
+            ),
+            LogRepair::Missing { file } => write!(
+                f,
+                "{}: missing, made anew (the batches it held are lost)",
+                file.display()
+            ),
+        }
+    }
+}
+
 /// One log file opened (created if missing, with its header) and read:
 /// the file, its good length and its good records, its torn end cut.
-fn open_file(path: &Path) -> Result<(File, u64, Vec<Record>), DbError> {
+/// Damage in the middle (see the module's documentation) is an error,
+/// or with `repair` cut and reported.
+fn open_file(
+    path: &Path,
+    durable_seq: u64,
+    repair: bool,
+) -> Result<(File, u64, Vec<Record>, Option<LogRepair>), DbError> {
     let mut file = OpenOptions::new()
         .read(true)
         .write(true)
@@ -136,7 +214,7 @@ fn open_file(path: &Path) -> Result<(File, u64, Vec<Record>), DbError> {
     file.read_to_end(&mut bytes).map_err(io(path))?;
     if bytes.is_empty() {
         file.write_all_at(HEADER, 0).map_err(io(path))?;
-        return Ok((file, HEADER_LEN, Vec::new()));
+        return Ok((file, HEADER_LEN, Vec::new(), None));
     }
     if bytes.len() < HEADER.len() || &bytes[..HEADER.len()] != HEADER {
         return Err(DbError::Foreign {
@@ -153,10 +231,47 @@ fn open_file(path: &Path) -> Result<(File, u64, Vec<Record>), DbError> {
         at = next;
         records.push(record);
     }
+    let mut repaired = None;
     if at < bytes.len() {
+        let floor = records
+            .last()
+            .map_or(durable_seq, |r| r.seq.max(durable_seq));
+        let later = later_records(&bytes, at, floor);
+        if later > 0 {
+            if !repair {
+                return Err(DbError::LogDamaged {
+                    path: path.to_path_buf(),
+                    offset: at as u64,
+                    records_after: later,
+                });
+            }
+            repaired = Some(LogRepair::Cut {
+                file: path.to_path_buf(),
+                offset: at as u64,
+                bytes: (bytes.len() - at) as u64,
+                records: later,
+            });
+        }
         file.set_len(at as u64).map_err(io(path))?;
     }
-    Ok((file, at as u64, records))
+    Ok((file, at as u64, records, repaired))
+}
+
+/// The whole records after the bad bytes at `from` numbered above `floor`:
+/// evidence that the bytes at `from` are damage, not a torn end.
+fn later_records(bytes: &[u8], from: usize, floor: u64) -> usize {
+    let mut found = 0;
+    let mut at = from + 1;
+    while at + FRAME_LEN <= bytes.len() {
+        match read_record(bytes, at) {
+            Some((record, next)) if record.seq > floor => {
+                found += 1;
+                at = next;
+            }
+            _ => at += 1,
+        }
+    }
+    found
 }
 
 impl Log {
@@ -166,10 +281,30 @@ impl Log {
     /// `durable_seq + 1` on without a gap are returned, for the caller to
     /// replay; a gap (the records before it lost to a crash of the
     /// machine) ends them.
-    pub(super) fn open(path: &Path, durable_seq: u64) -> Result<(Log, Vec<Record>), DbError> {
+    ///
+    /// `must_exist`: the database had both files, so a missing one is
+    /// [`DbError::LogMissing`] (checked before either is created). With
+    /// `repair`, a missing file is made anew and damage cut; what that
+    /// dropped is returned.
+    pub(super) fn open(
+        path: &Path,
+        durable_seq: u64,
+        must_exist: bool,
+        repair: bool,
+    ) -> Result<(Log, Vec<Record>, Vec<LogRepair>), DbError> {
         let paths = [path.to_path_buf(), second(path)];
-        let (f0, l0, r0) = open_file(&paths[0])?;
-        let (f1, l1, r1) = open_file(&paths[1])?;
+        let mut repairs = Vec::new();
+        for p in &paths {
+            if must_exist && !p.exists() {
+                if !repair {
+                    return Err(DbError::LogMissing { path: p.clone() });
+                }
+                repairs.push(LogRepair::Missing { file: p.clone() });
+            }
+        }
+        let (f0, l0, r0, c0) = open_file(&paths[0], durable_seq, repair)?;
+        let (f1, l1, r1, c1) = open_file(&paths[1], durable_seq, repair)?;
+        repairs.extend(c0.into_iter().chain(c1));
         let last_seen = r0.iter().chain(&r1).map(|r| r.seq).max().unwrap_or(0);
         // The file whose records come later is the current one.
         let cur = usize::from(r1.first().map(|r| r.seq) > r0.first().map(|r| r.seq));
@@ -191,8 +326,45 @@ impl Log {
             lens: [l0, l1],
             cur,
             next_seq: durable_seq.max(last_seen) + 1,
+            reserve: 0,
+            reserved: [0, 0],
+            low: false,
         };
-        Ok((log, records))
+        Ok((log, records, repairs))
+    }
+
+    /// Keeps `bytes` allocated past the end of each file from now on (and
+    /// tries to at once).
+    pub(super) fn set_reserve(&mut self, bytes: u64) {
+        self.reserve = bytes;
+        self.reserved = [0, 0];
+        self.reserve_room();
+    }
+
+    /// Whether the last reservation failed for want of room: the appends
+    /// taken since live on what was reserved before.
+    pub(super) fn low_room(&self) -> bool {
+        self.low
+    }
+
+    /// Tries to have `reserve` bytes allocated past the end of each file;
+    /// returns whether there is. Only a full disc counts as no room: any
+    /// other failure (a file system without `fallocate`) leaves appends to
+    /// report their own errors.
+    pub(super) fn reserve_room(&mut self) -> bool {
+        self.low = false;
+        for c in 0..2 {
+            let want = self.lens[c] + self.reserve;
+            if self.reserve == 0 || self.reserved[c] >= want {
+                continue;
+            }
+            match allocate(&self.files[c], want) {
+                Ok(()) => self.reserved[c] = want,
+                Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => self.low = true,
+                Err(_) => self.reserved[c] = want,
+            }
+        }
+        !self.low
     }
 
     /// The number of the last record appended (the durable number the log
@@ -238,6 +410,10 @@ impl Log {
             .map_err(io(&self.paths[c]))?;
         self.lens[c] += body.len() as u64;
         self.next_seq += 1;
+        // Half the reserve used: ask for more ahead of need.
+        if self.lens[c] + self.reserve / 2 > self.reserved[c] {
+            self.reserve_room();
+        }
         Ok(seq)
     }
 
@@ -259,6 +435,10 @@ impl Log {
         if self.lens[old] != HEADER_LEN {
             let _ = self.files[old].set_len(HEADER_LEN);
             self.lens[old] = HEADER_LEN;
+            // Cutting the file freed its room: the next rotation appends
+            // to it.
+            self.reserved[old] = 0;
+            self.reserve_room();
         }
     }
 
@@ -270,8 +450,30 @@ impl Log {
         if self.lens[c] != HEADER_LEN {
             let _ = self.files[c].set_len(HEADER_LEN);
             self.lens[c] = HEADER_LEN;
+            self.reserved[c] = 0;
+            self.reserve_room();
         }
     }
+}
+
+/// Allocates the first `len` bytes of `file` without changing its length.
+#[cfg(target_os = "linux")]
+fn allocate(file: &File, len: u64) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let len = libc::off_t::try_from(len).map_err(|_| std::io::ErrorKind::InvalidInput)?;
+    // SAFETY: fallocate on a file descriptor this `File` owns, with no
+    // pointers passed.
+    let r = unsafe { libc::fallocate(file.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE, 0, len) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn allocate(_file: &File, _len: u64) -> std::io::Result<()> {
+    Ok(())
 }
 
 fn op_len(op: &Op) -> usize {
@@ -378,111 +580,4 @@ impl Reader<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ops() -> Vec<Op<'static>> {
-        vec![
-            Op::Put {
-                table: "t",
-                key: b"k",
-                value: b"v",
-            },
-            Op::Delete {
-                table: "u",
-                key: b"",
-            },
-            Op::Clear { table: "t" },
-        ]
-    }
-
-    #[test]
-    fn records_read_back_in_order_above_the_durable_number() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("x.log");
-        let (mut log, none) = Log::open(&path, 4).unwrap();
-        assert!(none.is_empty() && log.is_empty());
-        let before = log.len();
-        assert_eq!(log.append(&ops()).unwrap(), 5);
-        assert_eq!(log.len() - before, Log::record_len(&ops()));
-        assert_eq!(log.append(&ops()[..1]).unwrap(), 6);
-        drop(log);
-        let (_, recs) = Log::open(&path, 4).unwrap();
-        assert_eq!(recs.iter().map(|r| r.seq).collect::<Vec<_>>(), [5, 6]);
-        let back: Vec<Op> = recs[0].ops.iter().map(OwnedOp::as_op).collect();
-        assert_eq!(back, ops());
-        let (mut log, recs) = Log::open(&path, 5).unwrap();
-        assert_eq!(recs.iter().map(|r| r.seq).collect::<Vec<_>>(), [6]);
-        // Numbering goes on after the last record read.
-        assert_eq!(log.append(&ops()).unwrap(), 7);
-    }
-
-    #[test]
-    fn a_torn_or_damaged_end_is_cut() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("x.log");
-        let (mut log, _) = Log::open(&path, 0).unwrap();
-        log.append(&ops()).unwrap();
-        // File offsets: the header, then the records.
-        let good = HEADER_LEN + log.len();
-        log.append(&ops()).unwrap();
-        let full = HEADER_LEN + log.len();
-        drop(log);
-        // Every cut inside the second record leaves only the first.
-        for cut in good..full {
-            let f = OpenOptions::new().write(true).open(&path).unwrap();
-            f.set_len(cut).unwrap();
-            let (log, recs) = Log::open(&path, 0).unwrap();
-            assert_eq!(recs.len(), 1, "cut at {cut}");
-            assert_eq!(HEADER_LEN + log.len(), good);
-            assert_eq!(std::fs::metadata(&path).unwrap().len(), good);
-            let mut log = log;
-            log.append(&ops()).unwrap();
-        }
-        // A flipped byte in the first record's body ends the log before it.
-        let mut bytes = std::fs::read(&path).unwrap();
-        bytes[HEADER.len() + FRAME_LEN + 9] ^= 1;
-        std::fs::write(&path, &bytes).unwrap();
-        let (log, recs) = Log::open(&path, 0).unwrap();
-        assert!(recs.is_empty() && log.is_empty());
-    }
-
-    #[test]
-    fn a_foreign_file_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("x.log");
-        std::fs::write(&path, b"something else entirely").unwrap();
-        assert!(matches!(Log::open(&path, 0), Err(DbError::Foreign { .. })));
-    }
-
-    #[test]
-    fn a_rotated_log_reads_back_from_both_files_without_a_gap() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("x.log");
-        let (mut log, _) = Log::open(&path, 0).unwrap();
-        log.append(&ops()).unwrap();
-        log.append(&ops()).unwrap();
-        log.rotate();
-        assert_eq!(log.append(&ops()).unwrap(), 3);
-        let seqs = |durable| {
-            let (log, recs) = Log::open(&path, durable).unwrap();
-            (log, recs.iter().map(|r| r.seq).collect::<Vec<_>>())
-        };
-        assert_eq!(seqs(0).1, [1, 2, 3]);
-        assert_eq!(seqs(2).1, [3]);
-        log.drop_old();
-        assert_eq!(seqs(2).1, [3]);
-        // Records 1 and 2 lost (a crash of the machine) while 3 was kept:
-        // nothing after the gap is replayed.
-        assert_eq!(seqs(0).1, Vec::<u64>::new());
-        // The file written last is the current one, and numbering goes on.
-        let (mut again, _) = seqs(2);
-        assert_eq!(again.append(&ops()).unwrap(), 4);
-        again.rotate();
-        again.append(&ops()).unwrap();
-        assert_eq!(seqs(2).1, [3, 4, 5]);
-        again.clear();
-        assert!(again.is_empty());
-        assert_eq!(seqs(0).1, Vec::<u64>::new());
-    }
-}
+mod tests;

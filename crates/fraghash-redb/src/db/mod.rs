@@ -68,12 +68,14 @@ mod write;
 use std::collections::HashSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Condvar, Mutex, MutexGuard, RwLock};
 
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 
 use error::At;
 pub use error::DbError;
+pub use log::LogRepair;
 use read::View;
 pub use read::{Chunk, Direction, Start};
 use write::Writer;
@@ -90,6 +92,9 @@ const CATALOGUE: TableDefinition<&str, &[u8]> = TableDefinition::new("fraghash-r
 const DATA_PREFIX: &str = "t/";
 /// The meta key of the number of the last logged batch committed.
 const LOG_SEQ: &str = "log_seq";
+/// The meta key present once the database has its log's two files, so
+/// that a missing one is noticed.
+const LOG_FILES: &str = "log_files";
 
 type DataDef<'a> = TableDefinition<'a, &'static [u8], &'static [u8]>;
 
@@ -116,6 +121,17 @@ pub struct OpenOptions {
     /// whatever the size, the file took 206, 215, 238, 282 and 362 MB
     /// with 256 KiB, 512 KiB, 1, 2 and 8 MiB. Default: 1 MiB.
     pub memtable_bytes: usize,
+    /// Open even when a log file is damaged in the middle or missing
+    /// ([`DbError::LogDamaged`], [`DbError::LogMissing`]): the damaged
+    /// part and everything after it in that file are dropped, a missing
+    /// file is made anew, and [`Db::log_repairs`] says what was dropped.
+    /// Default: `false`.
+    pub repair_log: bool,
+    /// The bytes each log file keeps allocated past its end, so that a
+    /// full disc is seen ([`Db::has_room`] turns false) while the logged
+    /// batches of the writes under way still fit (Linux only). Default:
+    /// 4 MiB.
+    pub log_reserve_bytes: u64,
 }
 
 impl Default for OpenOptions {
@@ -125,6 +141,8 @@ impl Default for OpenOptions {
             cache_bytes: 64 << 20,
             verify: false,
             memtable_bytes: 1 << 20,
+            repair_log: false,
+            log_reserve_bytes: 4 << 20,
         }
     }
 }
@@ -192,6 +210,13 @@ pub struct Db {
     /// (about a fifth of a one-record commit). Changed only with the
     /// writer lock held, by the commits that change the catalogue.
     names: Mutex<HashSet<String>>,
+    /// What opening with `repair_log` dropped from the log.
+    log_repairs: Vec<LogRepair>,
+    /// The options it was opened with, for [`Db::reopen`].
+    options: OpenOptions,
+    /// The disc is full: the log could not reserve its room, or a synced
+    /// commit failed for want of room (see [`Db::has_room`]).
+    room_low: AtomicBool,
     /// What reads see: the memtable's layers and redb's state under them.
     view: RwLock<View>,
 }
@@ -269,6 +294,16 @@ fn mark_log_seq(txn: &redb::WriteTransaction, p: &Path, seq: u64) -> Result<(), 
 }
 
 /// The number of the last logged batch in the database's durable state.
+fn has_meta(db: &redb::Database, p: &Path, key: &str) -> Result<bool, DbError> {
+    let txn = db.begin_read().at(p)?;
+    let meta = match txn.open_table(META) {
+        Ok(m) => m,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(false),
+        Err(e) => return Err(DbError::redb(p, e)),
+    };
+    Ok(meta.get(key).at(p)?.is_some())
+}
+
 fn durable_log_seq(db: &redb::Database, p: &Path) -> Result<u64, DbError> {
     let txn = db.begin_read().at(p)?;
     let meta = txn.open_table(META).at(p)?;
@@ -334,7 +369,11 @@ impl Db {
             }
         }
         let durable = durable_log_seq(&db, path)?;
-        let (log, records) = log::Log::open(&log_path, durable)?;
+        let had_log = !created && has_meta(&db, path, LOG_FILES)?;
+        let (mut log, records, log_repairs) =
+            log::Log::open(&log_path, durable, had_log, options.repair_log)?;
+        log.set_reserve(options.log_reserve_bytes);
+        let room_low = AtomicBool::new(log.low_room());
         let base = read::Base::open(&db, path)?;
         let db = Db {
             db,
@@ -343,6 +382,9 @@ impl Db {
             flushed: Condvar::new(),
             memtable_bytes: options.memtable_bytes,
             names: Mutex::new(HashSet::new()),
+            log_repairs,
+            options: options.clone(),
+            room_low,
             view: RwLock::new(View {
                 active: memtable::Layer::default(),
                 frozen: None,
@@ -350,6 +392,9 @@ impl Db {
             }),
         };
         db.reload_names()?;
+        if !had_log {
+            db.mark_log_files()?;
+        }
         if records.is_empty() {
             // Records redb holds already: an append after them would have
             // to follow their numbering, so they go.
@@ -397,6 +442,41 @@ impl Db {
 
     fn lock_names(&self) -> MutexGuard<'_, HashSet<String>> {
         self.names.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Closes the database without a sync and opens its file again with
+    /// the same options (never creating it): for a database that an I/O
+    /// error left unusable ([`DbError::Poisoned`]). The log replays every
+    /// batch written since the last synced commit, so nothing that
+    /// returned is lost; the reopen fails as an open does (a disc still
+    /// full, say), and can be tried again.
+    pub fn reopen(self) -> Result<Db, DbError> {
+        let path = self.path.clone();
+        let options = OpenOptions {
+            create: false,
+            repair_log: false,
+            ..self.options.clone()
+        };
+        drop(self);
+        Db::open(path, &options)
+    }
+
+    /// What opening with [`OpenOptions::repair_log`] dropped from the log
+    /// (nothing when the log was whole).
+    pub fn log_repairs(&self) -> &[LogRepair] {
+        &self.log_repairs
+    }
+
+    /// Marks, durably, that the database has its log's files, so that a
+    /// later open notices one missing.
+    fn mark_log_files(&self) -> Result<(), DbError> {
+        let p = &self.path;
+        let txn = self.db.begin_write().at(p)?;
+        {
+            let mut meta = txn.open_table(META).at(p)?;
+            meta.insert(LOG_FILES, &b"2"[..]).at(p)?;
+        }
+        txn.commit().at(p)
     }
 
     /// The file this database is in.

@@ -11,6 +11,7 @@
 //! end, so that only one redb write transaction is ever open.
 
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard};
 
 use super::error::At;
@@ -71,6 +72,9 @@ impl Db {
         let existed = self.existed(ops)?;
         if durability == Durability::Logged {
             w.log.append(ops)?;
+            if w.log.low_room() {
+                self.room_low.store(true, Ordering::Relaxed);
+            }
         }
         let mut view = self.view_mut();
         for (op, existed) in ops.iter().zip(existed) {
@@ -83,6 +87,24 @@ impl Db {
             }
         }
         Ok(())
+    }
+
+    /// Whether the disc has room for more writes: `false` once the log
+    /// could not keep its reserve ([`OpenOptions::log_reserve_bytes`](super::OpenOptions))
+    /// or a flush or synced commit failed for want of room, until a flush
+    /// finds room again. A caller that stops taking writes while it is
+    /// `false` (and calls [`Db::flush`] now and then) never has a logged
+    /// batch fail for a full disc, as long as the batches under way fit
+    /// in the reserve. One atomic load.
+    pub fn has_room(&self) -> bool {
+        !self.room_low.load(Ordering::Relaxed)
+    }
+
+    /// Notes a full disc reported by a commit (see [`Db::has_room`]).
+    pub(super) fn note_room(&self, result: &Result<(), DbError>) {
+        if matches!(result, Err(DbError::DiskFull { .. })) {
+            self.room_low.store(true, Ordering::Relaxed);
+        }
     }
 
     /// Whether the memtable holds enough to be flushed
@@ -104,7 +126,19 @@ impl Db {
             if w.flushing {
                 return Ok(false);
             }
+            // A full disc is tried again here: the log's reserve, and
+            // below the commit (a failed one leaves its layer frozen).
+            let room = w.log.reserve_room();
+            self.room_low.store(!room, Ordering::Relaxed);
             let mut view = self.view_mut();
+            if !room && (view.frozen.is_some() || !view.active.is_empty()) {
+                // A commit into a full disc fails and leaves redb refusing
+                // everything until the database is opened again: held back
+                // until the log finds room.
+                return Err(DbError::DiskFull {
+                    path: self.path.clone(),
+                });
+            }
             if view.frozen.is_none() {
                 if view.active.is_empty() {
                     return Ok(false);
@@ -136,6 +170,9 @@ impl Db {
         });
         if done.is_ok() {
             w.log.drop_old();
+            self.room_low.store(w.log.low_room(), Ordering::Relaxed);
+        } else {
+            self.note_room(&done);
         }
         drop(w);
         self.flushed.notify_all();
@@ -208,6 +245,7 @@ impl Db {
             }
             change(txn)
         });
+        self.note_room(&committed);
         let base = committed.and_then(|()| self.open_base());
         // After a failed commit redb may hold part of it (a failed sync
         // once its pages were written): the catalogue is read again.
