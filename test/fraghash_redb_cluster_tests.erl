@@ -34,6 +34,10 @@ replica_test_() ->
                     fun() -> replica(Way, Db) end}}
      || {Way, Db} <- Ways].
 
+frag_test_() ->
+    [{timeout, ?T, {"a fragmented redb_copies table in one call: 6 fragments, 2 copies each "
+                    "over two nodes", fun frag_create/0}}].
+
 fallback_test_() ->
     [{timeout, ?T, {"install_fallback of a backup, then a restart: the backup's records, "
                     "and Mnesia starts", fun fallback/0}},
@@ -103,6 +107,49 @@ fill(N, Tab) ->
     {atomic, ok} = rpc:call(N, mnesia, transaction,
                             [fun() -> [ok = mnesia:write({Tab, K, K * 2})
                                        || K <- lists:seq(1, ?BEFORE)], ok end]).
+
+%%% A fragmented table in one call
+
+frag_create() ->
+    [A, B] = cluster("frag_create", 2),
+    {atomic, ok} = rpc:call(A, fraghash_redb_copies, register, []),
+    Props = [{n_fragments, 6}, {node_pool, [A, B]}, {n_redb_copies, 2},
+             {hash_module, mnesia_frag_slots}],
+    {atomic, ok} = rpc:call(A, fraghash_frag_create, create_table,
+                            [u, [{attributes, [id, name]}, {frag_properties, Props}]], 120000),
+    Frags = rpc:call(B, mnesia, activity,
+                     [async_dirty, fun() -> mnesia:table_info(u, frag_names) end, [], mnesia_frag]),
+    ?assertEqual(6, length(Frags)),
+    [?assertEqual({F, [{{redb_copies, fraghash_redb_copies}, lists:sort([A, B])}]},
+                  {F, [{Type, lists:sort(Ns)}
+                       || {Type, Ns} <- rpc:call(A, mnesia, table_info, [F, external_copies])]})
+     || F <- Frags],
+    [?assertEqual({F, []}, {F, rpc:call(A, mnesia, table_info, [F, disc_copies])}) || F <- Frags],
+    Write = fun() -> [mnesia:write({u, I, I}) || I <- lists:seq(1, 600)], ok end,
+    ok = rpc:call(A, mnesia, activity, [sync_transaction, Write, [], mnesia_frag]),
+    Read = fun() -> [mnesia:read(u, I) || I <- lists:seq(1, 600)] end,
+    ?assertEqual([[{u, I, I}] || I <- lists:seq(1, 600)],
+                 rpc:call(B, mnesia, activity, [async_dirty, Read, [], mnesia_frag])),
+    %% Even: every fragment holds some of the records.
+    Sizes = [rpc:call(B, mnesia, table_info, [F, size]) || F <- Frags],
+    ?assertEqual(600, lists:sum(Sizes)),
+    ?assert(lists:min(Sizes) > 50),
+    %% Every copy of every fragment holds the same records; a record
+    %% written into one copy alone is found.
+    ?assertEqual(ok, rpc:call(A, fraghash_frag_info, replicas, [u])),
+    [F1 | _] = Frags,
+    Stray = {u, 100000, stray},
+    ok = rpc:call(B, fraghash_redb_db, write,
+                  [[{put, <<"m:", (atom_to_binary(F1))/binary>>,
+                     rpc:call(B, fraghash_redb_nif, order_key, [100000]), term_to_binary(Stray)}]]),
+    ?assertMatch({error, {fraghash, replicas_differ, _}, [{F1, [_, _]}]},
+                 rpc:call(A, fraghash_frag_info, replicas, [u])),
+    %% Refusals leave nothing behind.
+    ?assertMatch({aborted, {fraghash, bad_frag_properties, _}},
+                 rpc:call(A, fraghash_frag_create, create_table,
+                          [v, [{frag_properties, [{n_redb_copies, 3}, {node_pool, [A, B]}]}]])),
+    ?assertNot(lists:member(v, rpc:call(A, mnesia, system_info, [tables]))),
+    stop_all([A, B]).
 
 %%% Backups
 
