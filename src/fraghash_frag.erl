@@ -14,6 +14,12 @@
 %% `mnesia:change_table_frag/2''s schema transaction). Both write their
 %% phases to a journal (`fraghash_journal') that {@link recover/0} reads
 %% after a crash.
+%%
+%% With Mnesia not running on this node, every call that reads a table
+%% answers `{fraghash, mnesia_not_running, Text}' in its own error form:
+%% `{aborted, _}' for the operations, `{error, _}' for recovery and the
+%% inspections, raised by those that have no error form (`hash/1',
+%% `stale_copies/1', `loadable_tables/0').
 -module(fraghash_frag).
 
 -export([add_frag/2, relieve/3, del_frag/1, recover/0, recover/1, loadable_tables/0,
@@ -29,19 +35,23 @@
 %% `mnesia:change_table_frag(Tab, {add_frag, Nodes})' does, crash-safely.
 %% Returns only once the new layout is on disc. Finishes or undoes an
 %% interrupted operation on `Tab' first.
--spec add_frag(atom(), [node()]) -> {atomic, ok} | {aborted, term()}.
+%% `Nodes' is a list of nodes, or a `frag_dist' as Mnesia takes it
+%% (`[{Node, Count}]'); anything else is refused (`bad_nodes').
+-spec add_frag(atom(), [node()] | [{node(), integer()}]) -> {atomic, ok} | {aborted, term()}.
 add_frag(Tab, Nodes) ->
-    serialized(Tab, fun() ->
-                            with_recovery(Tab, fun() -> fraghash_grow:add_frag(Tab, Nodes, none) end)
-                    end).
+    with_nodes(Nodes, fun() -> operation(Tab, fun() -> fraghash_grow:add_frag(Tab, Nodes, none) end)
+                      end).
 
 %% @doc `mnesia_frag_slots' only: adds a fragment on `Nodes' that takes half
 %% of one fragment's slots and nothing else, so that fragment halves and
 %% only it is scanned; `Which' is a fragment number or `largest' (the one
-%% with the most bytes on disc on this node). Crash-safe as {@link add_frag/2}.
--spec relieve(atom(), [node()], pos_integer() | largest) -> {atomic, ok} | {aborted, term()}.
+%% with the most records, as `mnesia:table_info(F, size)' counts them on
+%% every storage type). `Nodes' as for {@link add_frag/2}. Crash-safe as
+%% {@link add_frag/2}.
+-spec relieve(atom(), [node()] | [{node(), integer()}], pos_integer() | largest) ->
+          {atomic, ok} | {aborted, term()}.
 relieve(Tab, Nodes, Which) ->
-    serialized(Tab, fun() -> with_recovery(Tab, fun() -> do_relieve(Tab, Nodes, Which) end) end).
+    with_nodes(Nodes, fun() -> operation(Tab, fun() -> do_relieve(Tab, Nodes, Which) end) end).
 
 do_relieve(Tab, Nodes, Which) ->
     case {hash(Tab), Which} of
@@ -65,7 +75,7 @@ do_relieve(Tab, Nodes, Which) ->
 %% only once the new layout is on disc.
 -spec del_frag(atom()) -> {atomic, ok} | {aborted, term()}.
 del_frag(Tab) ->
-    serialized(Tab, fun() -> with_recovery(Tab, fun() -> do_del_frag(Tab) end) end).
+    operation(Tab, fun() -> do_del_frag(Tab) end).
 
 %% @doc The tables to wait for after `mnesia:start()', before {@link
 %% recover/0}: every table but a fragment table beyond its table's count.
@@ -75,6 +85,9 @@ del_frag(Tab) ->
 %% for it would never end. `recover/0' deletes it.
 -spec loadable_tables() -> [atom()].
 loadable_tables() ->
+    when_running(fun loadable/0, fun raise/1).
+
+loadable() ->
     Orphans = [Frag || {_Base, Frag} <- fraghash_tab:orphans()],
     [T || T <- mnesia:system_info(tables), not lists:member(T, Orphans)].
 
@@ -85,6 +98,9 @@ loadable_tables() ->
 %% safe to interrupt: a crash during recovery is recovered the same way.
 -spec recover() -> ok | {error, term()}.
 recover() ->
+    when_running(fun recover_checked/0, fun(Reason) -> {error, Reason} end).
+
+recover_checked() ->
     case catch fraghash_durable:check_log() of
         ok -> recover_all();
         {'EXIT', {{fraghash, restart_mnesia, _} = Reason, _}} -> {error, Reason}
@@ -117,7 +133,8 @@ recover_all() ->
 %% gone.
 -spec recover(atom()) -> ok | {error, term()}.
 recover(Tab) ->
-    global:trans(lock(Tab), fun() -> recover_locked(Tab) end).
+    when_running(fun() -> global:trans(lock(Tab), fun() -> recover_locked(Tab) end) end,
+                 fun(Reason) -> {error, Reason} end).
 
 %% The lock of `Tab''s operations and recovery, cluster-wide.
 lock(Tab) ->
@@ -145,7 +162,7 @@ recover_locked(Tab) ->
 %% `key_to_frag_number' names (0 for a healthy table).
 -spec stale_copies(atom()) -> non_neg_integer().
 stale_copies(Tab) ->
-    length(fraghash_tab:misplaced(Tab)).
+    when_running(fun() -> length(fraghash_tab:misplaced(Tab)) end, fun raise/1).
 
 %% @doc Removes stale copies: a misplaced record whose key is also in its
 %% right fragment is deleted; one that is not is moved there. Returns how
@@ -153,16 +170,18 @@ stale_copies(Tab) ->
 %% safe path never leaves any behind.
 -spec repair(atom()) -> {atomic, non_neg_integer()} | {aborted, term()}.
 repair(Tab) ->
-    Bad = fraghash_tab:misplaced(Tab),
-    case fraghash_tab:move_misplaced(Bad) of
-        {atomic, ok} -> {atomic, length(Bad)};
-        Aborted -> Aborted
-    end.
+    when_running(fun() ->
+                         Bad = fraghash_tab:misplaced(Tab),
+                         case fraghash_tab:move_misplaced(Bad) of
+                             {atomic, ok} -> {atomic, length(Bad)};
+                             Aborted -> Aborted
+                         end
+                 end, fun(Reason) -> {aborted, Reason} end).
 
 %% @doc A fragmented table's hash module, hash state and fragment count, as
 %% its `frag_properties' give them on this node.
 -spec hash(atom()) -> {module(), term(), pos_integer()}.
-hash(Tab) -> fraghash_tab:hash(Tab).
+hash(Tab) -> when_running(fun() -> fraghash_tab:hash(Tab) end, fun raise/1).
 
 %% @doc The name of fragment `N' of `Tab' (Mnesia's naming).
 -spec frag_name(atom(), pos_integer()) -> atom().
@@ -196,10 +215,16 @@ unknown_entry(Tab, Op) ->
 
 %%% Internals
 
-%% The fragment with the most bytes on disc on this node.
+%% The fragment with the most records (the highest-numbered of those
+%% tied). Records, not bytes: every storage type counts them alike, where
+%% bytes are a dets file's size (which never shrinks, so the fragment
+%% relieved last would stay the largest), an ets table's memory, or a
+%% storage backend's own figure (`disc_bytes/1' found no file of a
+%% `redb_copies' fragment, so every one weighed 0 and the last was taken).
 largest(Tab) ->
     {_, _, N} = hash(Tab),
-    {_, F} = lists:max([{disc_bytes(frag_name(Tab, F)), F} || F <- lists:seq(1, N)]),
+    {_, F} = lists:max([{mnesia:table_info(frag_name(Tab, F), size), F}
+                        || F <- lists:seq(1, N)]),
     F.
 
 %% @doc The bytes a fragment's files take in Mnesia's directory on this
@@ -209,6 +234,54 @@ disc_bytes(Frag) ->
     Dir = mnesia:system_info(directory),
     lists:sum([filelib:file_size(filename:join(Dir, atom_to_list(Frag) ++ Ext))
                || Ext <- [".DAT", ".DCD", ".DCL"]]).
+
+%% Runs `Call' once `Nodes' is a list of nodes or a `frag_dist'
+%% (`[{Node, Count}]'); refuses anything else (a bare node, say) with a
+%% reason, before anything is locked or written.
+with_nodes(Nodes, Call) ->
+    case nodes_or_dist(Nodes) of
+        true ->
+            Call();
+        false ->
+            {aborted, refusal(bad_nodes, "the nodes for the new fragment must be a list of "
+                              "nodes (or a frag_dist, [{Node, Count}]), not ~0tp: write [~0tp]",
+                              [Nodes, Nodes])}
+    end.
+
+nodes_or_dist([]) -> true;
+nodes_or_dist([Node | Rest]) -> node_or_dist(Node) andalso nodes_or_dist(Rest);
+nodes_or_dist(_) -> false.
+
+node_or_dist(Node) when is_atom(Node) -> true;
+node_or_dist({Node, Count}) when is_atom(Node), is_integer(Count) -> true;
+node_or_dist(_) -> false.
+
+%% Runs `Call' when Mnesia runs on this node; else answers `Refuse' of
+%% `{fraghash, mnesia_not_running, Text}', in the form of the caller's
+%% other errors. (Without this, one call said `no_exists', others raised
+%% Mnesia's `node_not_running' from deep inside.)
+when_running(Call, Refuse) ->
+    case mnesia:system_info(is_running) of
+        yes ->
+            Call();
+        State ->
+            Refuse(refusal(mnesia_not_running, "Mnesia is not running on ~s (~s): start it "
+                           "(mnesia:start/0), wait for its tables, then call again",
+                           [node(), State]))
+    end.
+
+%% The error raised by a call whose answer has no error form of its own.
+raise(Reason) ->
+    error(Reason).
+
+%% `{fraghash, Reason, Text}', the text formatted from `Format' and `Args'.
+refusal(Reason, Format, Args) ->
+    {fraghash, Reason, lists:flatten(io_lib:format(Format, Args))}.
+
+%% Operation `Op' on `Tab': alone on the table cluster-wide, after the
+%% recovery of any interrupted one.
+operation(Tab, Op) ->
+    serialized(Tab, fun() -> with_recovery(Tab, Op) end).
 
 with_recovery(Tab, Op) ->
     case recover_locked(Tab) of
@@ -220,6 +293,10 @@ with_recovery(Tab, Op) ->
 %% One safe operation per table at a time, cluster-wide; a table that does
 %% not exist or is not fragmented is refused with a reason.
 serialized(Tab, Fun) ->
+    when_running(fun() -> serialized_running(Tab, Fun) end,
+                 fun(Reason) -> {aborted, Reason} end).
+
+serialized_running(Tab, Fun) ->
     case catch mnesia:table_info(Tab, frag_properties) of
         {'EXIT', _} ->
             {aborted, {no_exists, Tab}};
@@ -336,10 +413,17 @@ text(S) -> try unicode:characters_to_list(S) catch _:_ -> io_lib:format("~0tp", 
 
 %% @doc Records and bytes per fragment, and how even they are: see
 %% {@link fraghash_frag_info:distribution/1}.
--spec distribution(atom()) -> map() | {error, {fraghash, no_such_table, string()}}.
-distribution(Tab) -> fraghash_frag_info:distribution(Tab).
+%% `{error, {fraghash, mnesia_not_running, Text}}' when Mnesia is not
+%% running here.
+-spec distribution(atom()) -> map() | {error, {fraghash, atom(), string()}}.
+distribution(Tab) ->
+    when_running(fun() -> fraghash_frag_info:distribution(Tab) end,
+                 fun(Reason) -> {error, Reason} end).
 
 %% @doc A fragmented table's hash module, fragment count and hash state:
 %% see {@link fraghash_frag_info:info/1}.
--spec info(atom()) -> map() | {error, {fraghash, no_such_table, string()}}.
-info(Tab) -> fraghash_frag_info:info(Tab).
+%% `{error, {fraghash, mnesia_not_running, Text}}' when Mnesia is not
+%% running here.
+-spec info(atom()) -> map() | {error, {fraghash, atom(), string()}}.
+info(Tab) ->
+    when_running(fun() -> fraghash_frag_info:info(Tab) end, fun(Reason) -> {error, Reason} end).

@@ -7,7 +7,9 @@
 %% and `fraghash_frag:distribution/1' reads the records' bytes in the
 %% database. Then the leftover of a fragment whose deletion a kill cut
 %% short (its rows still in the database, the table gone from Mnesia's
-%% schema) does not come back in a new fragment of the same name.
+%% schema) does not come back in a new fragment of the same name. And
+%% `fraghash_frag:relieve(Tab, Nodes, largest)' halves the fragment with
+%% the most records, which is not the last one.
 %%
 %% Needs a distributed node (`-sname') and `FRAGHASH_TEST_DIR';
 %% `scripts/test-mnesia.sh' sets both up.
@@ -29,6 +31,8 @@ redb_frag_test_() ->
                           mnesia_frag_chash, mnesia_frag_linear]]
               ++ [{timeout, ?T, {"a fragment's leftover rows stay out of its successor",
                                  fun leftover/0}},
+                  {timeout, ?T, {"relieve(largest) halves the fragment with the most records, "
+                                 "not the last", fun relieve_largest/0}},
                   {timeout, ?T, {"plain change_table_frag is refused, naming the safe call",
                                  fun plain_refused/0}}]}
      end}.
@@ -113,6 +117,33 @@ leftover() ->
                                   term_to_binary(Stale)}]),
     {atomic, ok} = fraghash_frag:add_frag(Tab, [node()]),
     ?assertEqual([], mnesia:dirty_read(Gone, stale_key)),
+    ok = check(Tab, Keys),
+    {atomic, ok} = mnesia:delete_table(Tab).
+
+%% Fragment 2 of 4 holds about twice the records of each other one (every
+%% key the table routes there, and as many again): `relieve(largest)'
+%% halves it, and only it. (The bytes of each fragment's files in Mnesia's
+%% directory, which it went by, are 0 for every `redb_copies' fragment, so
+%% it halved fragment 4.)
+relieve_largest() ->
+    Tab = rf_relieve_largest,
+    ok = create(Tab, mnesia_frag_slots, 4),
+    {M, S, 4} = fraghash_tab:hash(Tab),
+    Extra = [K || K <- lists:seq(?RECORDS + 1, 4 * ?RECORDS),
+                  M:key_to_frag_number(S, K) =:= 2],
+    Keys = lists:seq(1, ?RECORDS) ++ lists:sublist(Extra, ?RECORDS div 4),
+    ok = fraghash_test_support:fill(Tab, Keys, fun value/1),
+    [F1, F2, F3, F4] = frags(Tab),
+    Before = [mnesia:table_info(F, size) || F <- [F1, F2, F3, F4]],
+    ?assertEqual(lists:max(Before), lists:nth(2, Before)),
+    {atomic, ok} = fraghash_frag:relieve(Tab, [node()], largest),
+    [_, _, _, _, F5] = frags(Tab),
+    Moved = mnesia:table_info(F5, size),
+    After = [mnesia:table_info(F, size) || F <- [F1, F2, F3, F4]],
+    ?assertEqual([lists:nth(1, Before), lists:nth(2, Before) - Moved, lists:nth(3, Before),
+                  lists:nth(4, Before)], After),
+    %% Half of its slots: about half of its records.
+    ?assert(Moved > lists:nth(2, Before) div 3 andalso Moved < 2 * lists:nth(2, Before) div 3),
     ok = check(Tab, Keys),
     {atomic, ok} = mnesia:delete_table(Tab).
 

@@ -38,6 +38,8 @@
 -module(fraghash_bench_growth).
 
 -export([run/1, run/5]).
+%% Shared with fraghash_bench_relieve.
+-export([stop_load/1, read_once/2, thousands/1]).
 
 -define(WRITERS, 4).
 -define(BEFORE_MS, 3000).
@@ -172,19 +174,20 @@ run_op(copy, Tab, Scratch, M, NewState, N, Donors) ->
               {copied, length(Moving)}
       end).
 
-batches([], _Scratch) ->
-    {atomic, ok};
 batches(Items, Scratch) ->
-    {Batch, Rest} = lists:split(min(?BATCH, length(Items)), Items),
-    {atomic, ok} = mnesia:transaction(
-                     fun() ->
-                             lists:foreach(
-                               fun({F, K}) ->
-                                       [mnesia:write(Scratch, setelement(1, R, Scratch), write)
-                                        || R <- mnesia:read(F, K, read)]
-                               end, Batch)
-                     end),
-    batches(Rest, Scratch).
+    lists:foreach(
+      fun(Batch) ->
+              {atomic, ok} = mnesia:transaction(
+                               fun() ->
+                                       lists:foreach(
+                                         fun({F, K}) ->
+                                                 [mnesia:write(Scratch, setelement(1, R, Scratch),
+                                                               write)
+                                                  || R <- mnesia:read(F, K, read)]
+                                         end, Batch)
+                               end)
+      end, fraghash_tab:chunks(Items, ?BATCH)),
+    {atomic, ok}.
 
 %% Runs an operation in a process of its own, giving up after ?LIMIT_MS.
 limited(Op) ->
@@ -278,16 +281,22 @@ reader(Parent, Tab, Records, Stop, Acc) ->
         0 ->
             K = rand:uniform(Records),
             T0 = now_us(),
-            Outcome = try mnesia:activity(async_dirty, fun() -> mnesia:read(Tab, K) end, [],
-                                          mnesia_frag) of
-                          [_] -> hit;
-                          _ -> miss
-                      catch
-                          _:_ -> failed
-                      end,
+            Outcome = read_once(Tab, K),
             reader(Parent, Tab, Records, Stop, [{T0, Outcome} | Acc])
     end.
 
+%% @doc One read of key `K' of `Tab' through `mnesia_frag' (`async_dirty'):
+%% `hit', `miss' (nothing found) or `failed' (it raised).
+read_once(Tab, K) ->
+    try mnesia:activity(async_dirty, fun() -> mnesia:read(Tab, K) end, [], mnesia_frag) of
+        [_] -> hit;
+        _ -> miss
+    catch
+        _:_ -> failed
+    end.
+
+%% @doc Stops the writers and the reader that share atomic `Stop' and
+%% collects what each kept: `{Writes, Reads}'.
 stop_load({Stop, Writers, Reader}) ->
     ok = atomics:put(Stop, 1, 1),
     Writes = lists:append([receive {writes, W, Acc} -> Acc end || W <- Writers]),
@@ -333,5 +342,6 @@ report(Mod, Path, Result, T0, T1, Scanned, Moved, Writes, Reads) ->
 
 now_us() -> erlang:monotonic_time(microsecond).
 
+%% @doc `N' with a comma between thousands.
 thousands(N) when N < 1000 -> integer_to_list(N);
 thousands(N) -> thousands(N div 1000) ++ io_lib:format(",~3..0b", [N rem 1000]).

@@ -1,0 +1,70 @@
+#!/bin/sh
+# The posts' case as a benchmark: a mnesia_frag_slots table of 8 fragments
+# whose fragment 1 holds about 93% of the records is relieved
+# (fraghash_frag:relieve(Tab, [node()], largest)) while 4 writers
+# overwrite random keys in transactions at 2,000 writes/s in all (90% of
+# them on fragment 1's keys) and a reader reads 500 random keys a second;
+# a batched copy of the same records (transactions of 500, into a scratch
+# table of the same storage) runs first on the same table, under the same
+# load, as the reference. Each case (storage type x value size) in a fresh
+# VM and a fresh Mnesia directory under TMPDIR (default /tmp), removed
+# afterwards. Prints a Markdown table (and a JSON object per operation
+# with --json), with the load averages before each case. The figures'
+# meanings: bench/mnesia/fraghash_bench_relieve.erl.
+#
+# Usage: bench/mnesia/relieve-load.sh [--quick | --1g | --2g | --mb MB]
+#            [--storage disc_only_copies,redb_copies] [--values 1000,100] [--json]
+#   default   fragment 1 with the records of about 270 MB of dets file
+#             (1,000-byte values: about 132,000 records; 100-byte values:
+#             about 1,050,000; the same records on redb_copies), every
+#             storage type and value size: minutes per case
+#   --quick   5 MB in fragment 1, for a smoke test (seconds per case)
+#   --1g, --2g  about 1 GB, 2 GB (dets stops at 2 GB: --2g is the posts'
+#             limit itself; an hour or more, several GB of disc and memory)
+#   --mb MB   any size
+# Environment: scripts/build-nif.sh's variables; FRAGHASH_BENCH_LIB, a copy
+# of _build/bench/lib/fraghash (ebin, bench/mnesia, priv) to run instead of
+# compiling this tree (to measure one commit while the tree changes).
+# The 50-fragment growth benchmark stays beside it: disc-measure.sh growth.
+set -eu
+root=$(cd "$(dirname "$0")/../.." && pwd)
+mb=270
+storage=disc_only_copies,redb_copies
+values=1000,100
+format=table
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --quick) mb=5 ;;
+        --1g) mb=1000 ;;
+        --2g) mb=2000 ;;
+        --mb) mb=$2; shift ;;
+        --storage) storage=$2; shift ;;
+        --values) values=$2; shift ;;
+        --json) format=json ;;
+        *) sed -n '2,/^set -eu/p' "$0" | sed -e 's/^# \{0,1\}//' -e '$d' >&2; exit 2 ;;
+    esac
+    shift
+done
+if [ -n "${FRAGHASH_BENCH_LIB:-}" ]; then
+    lib=$FRAGHASH_BENCH_LIB
+else
+    (cd "$root" && rebar3 as bench compile >&2)
+    lib="$root/_build/bench/lib/fraghash"
+fi
+echo "| storage | value bytes | fragment 1 records | fragment 1 MB | operation | wall s |" \
+     "records moved | records/s | ÷ copy | peak RSS + MB | largest journal record MB |" \
+     "largest Mnesia log MB | longest write ms | p99 write ms | write rate vs before |" \
+     "reads | misses | failures |"
+echo "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+for s in $(echo "$storage" | tr ',' ' '); do
+    for v in $(echo "$values" | tr ',' ' '); do
+        tmp=$(mktemp -d "${TMPDIR:-/tmp}/fraghash-relieve.XXXXXX")
+        echo "<!-- $s, $v-byte values, $mb MB: load before: $(cut -d' ' -f1-3 /proc/loadavg) -->"
+        (cd "$tmp" && erl -noshell -pa "$lib/ebin" "$lib/bench/mnesia" \
+            -eval "fraghash_bench_relieve:run(\"$tmp/mnesia\", $s, $v, $mb, $format), halt()." 2>&1 \
+            | grep -v -e 'WARNING' -e 'overloaded' -e 'INFO REPORT' -e 'application: mnesia' \
+                      -e 'exited: stopped' -e 'type: temporary' -e '^ *$') || true
+        echo "<!-- load after: $(cut -d' ' -f1-3 /proc/loadavg) -->"
+        rm -rf "$tmp"
+    done
+done

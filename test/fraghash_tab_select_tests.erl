@@ -1,0 +1,79 @@
+%% @doc EUnit tests of `fraghash_tab:select/3', the growth path's listing of
+%% a fragment, in real Mnesia: on `disc_only_copies' (read from the dets
+%% file in chunks, the table fixed throughout) and on `disc_copies' (through
+%% Mnesia), it returns what `mnesia:dirty_select/2' does, filtered; and on
+%% dets, while a writer inserts and deletes other keys as fast as it can
+%% (which rewrites the dets slots those keys share with the listed ones,
+%% and grows and shrinks the file), every key there before and untouched
+%% is listed, exactly once.
+%%
+%% Needs `FRAGHASH_TEST_DIR'; `scripts/test-mnesia.sh' sets it up.
+-module(fraghash_tab_select_tests).
+
+-include_lib("eunit/include/eunit.hrl").
+
+-define(KEYS, 30000).
+
+select_test_() ->
+    {setup, fun() -> fraghash_test_support:start_mnesia("tab_select") end,
+     fun fraghash_test_support:stop_mnesia/1,
+     fun(_Dir) ->
+             {inorder,
+              [{timeout, 120, {atom_to_list(S) ++ ": as dirty_select, filtered",
+                               fun() -> as_dirty_select(S) end}}
+               || S <- [disc_only_copies, disc_copies]]
+              ++ [{timeout, 120, {"disc_only_copies: every untouched key once, under a writer",
+                                  fun under_writer/0}}]}
+     end}.
+
+create(Tab, Storage) ->
+    {atomic, ok} = mnesia:create_table(Tab, [{attributes, [key, val]}, {Storage, [node()]}]),
+    Val = binary:copy(<<"v">>, 200),
+    mnesia:activity(async_dirty,
+                    fun() -> [mnesia:write({Tab, K, Val}) || K <- lists:seq(1, ?KEYS)], ok end),
+    ok.
+
+key_spec(Tab) ->
+    [{{Tab, '$1', '_'}, [], ['$1']}].
+
+as_dirty_select(Storage) ->
+    Tab = list_to_atom("select_" ++ atom_to_list(Storage)),
+    ok = create(Tab, Storage),
+    Even = fun(K) -> K rem 2 =:= 0 end,
+    ?assertEqual(lists:sort(mnesia:dirty_select(Tab, key_spec(Tab))),
+                 lists:sort(fraghash_tab:select(Tab, key_spec(Tab), fun(_) -> true end))),
+    ?assertEqual([K || K <- lists:seq(1, ?KEYS), Even(K)],
+                 lists:sort(fraghash_tab:select(Tab, key_spec(Tab), Even))),
+    Pairs = [{'_', [], [{{{element, 2, '$_'}, {element, 3, '$_'}}}]}],
+    ?assertEqual(?KEYS, length(fraghash_tab:select(Tab, Pairs, fun({_K, V}) -> is_binary(V) end))),
+    {atomic, ok} = mnesia:delete_table(Tab).
+
+under_writer() ->
+    Tab = select_churned,
+    ok = create(Tab, disc_only_copies),
+    Stop = atomics:new(1, []),
+    Writer = spawn_link(fun() -> churn(Tab, Stop, ?KEYS + 1, 0) end),
+    Listed = [fraghash_tab:select(Tab, key_spec(Tab), fun(K) -> K =< ?KEYS end)
+              || _ <- lists:seq(1, 5)],
+    ok = atomics:put(Stop, 1, 1),
+    Ref = monitor(process, Writer),
+    receive {'DOWN', Ref, process, Writer, _} -> ok end,
+    %% Counted, not compared whole: a failure prints two numbers.
+    [?assertEqual({missing, 0, listed_twice, 0},
+                  {missing, ?KEYS - length(lists:usort(L)),
+                   listed_twice, length(L) - length(lists:usort(L))})
+     || L <- Listed].
+
+%% Inserts keys beyond ?KEYS and deletes them again, 2,000 at a time,
+%% until told to stop.
+churn(Tab, Stop, From, Round) ->
+    case atomics:get(Stop, 1) of
+        1 ->
+            ok;
+        0 ->
+            Keys = lists:seq(From, From + 1999),
+            [ok = mnesia:dirty_write({Tab, K, binary:copy(<<"w">>, 100 + Round rem 300)})
+             || K <- Keys],
+            [ok = mnesia:dirty_delete(Tab, K) || K <- Keys, K rem 3 =/= 0],
+            churn(Tab, Stop, From + 2000, Round + 1)
+    end.
