@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, RwLockReadGuard, RwLockWriteGuard};
 use redb::{ReadableDatabase, ReadableTableMetadata};
 
 use super::error::At;
+use super::guard::guarded;
 use super::memtable::{merge, Change, Layer, Stream};
 use super::{data_def, Db, DbError, DATA_PREFIX};
 
@@ -44,9 +45,11 @@ pub(super) struct Base {
 impl Base {
     /// A base on the last committed state of `db` (in file `path`).
     pub(super) fn open(db: &redb::Database, path: &std::path::Path) -> Result<Base, DbError> {
-        Ok(Base {
-            txn: db.begin_read().at(path)?,
-            tables: Mutex::new(HashMap::new()),
+        guarded(path, || {
+            Ok(Base {
+                txn: db.begin_read().at(path)?,
+                tables: Mutex::new(HashMap::new()),
+            })
         })
     }
 }
@@ -136,6 +139,10 @@ impl Db {
 
     /// The value of `key` in table `table`, if there.
     pub fn get(&self, table: &str, key: &[u8]) -> Result<Option<Vec<u8>>, DbError> {
+        guarded(&self.path, || self.get_unguarded(table, key))
+    }
+
+    fn get_unguarded(&self, table: &str, key: &[u8]) -> Result<Option<Vec<u8>>, DbError> {
         let view = self.view();
         // The table must exist even when a layer answers.
         let t = self.base_table(&view, table)?;
@@ -152,6 +159,10 @@ impl Db {
 
     /// How many records table `table` holds.
     pub fn len(&self, table: &str) -> Result<u64, DbError> {
+        guarded(&self.path, || self.len_unguarded(table))
+    }
+
+    fn len_unguarded(&self, table: &str) -> Result<u64, DbError> {
         let view = self.view();
         let base = self.base_table(&view, table)?.len().at(&self.path)?;
         let frozen = view.frozen.as_ref().map_or(0, |f| f.delta(table));
@@ -165,6 +176,10 @@ impl Db {
     /// it holds any). Walks every page of the table: O(its size), for
     /// inspection, not for a hot path.
     pub fn stored_bytes(&self, table: &str) -> Result<u64, DbError> {
+        guarded(&self.path, || self.stored_bytes_unguarded(table))
+    }
+
+    fn stored_bytes_unguarded(&self, table: &str) -> Result<u64, DbError> {
         super::check_name(table)?;
         let pending = {
             let view = self.view();
@@ -224,6 +239,18 @@ impl Db {
     }
 
     fn range_chunk(
+        &self,
+        table: &str,
+        range: (Bound<&[u8]>, Bound<&[u8]>),
+        direction: Direction,
+        max: usize,
+    ) -> Result<Chunk, DbError> {
+        guarded(&self.path, || {
+            self.range_chunk_unguarded(table, range, direction, max)
+        })
+    }
+
+    fn range_chunk_unguarded(
         &self,
         table: &str,
         range: (Bound<&[u8]>, Bound<&[u8]>),
