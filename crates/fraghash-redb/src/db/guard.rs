@@ -50,7 +50,7 @@ fn install_quiet_hook() {
 }
 
 /// The message a panic's payload carries.
-pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
     payload
         .downcast_ref::<String>()
         .map(String::as_str)
@@ -61,10 +61,11 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
 /// Runs `f`, which reads or writes the redb file `path`; a panic inside
 /// becomes [`DbError::Corrupt`] naming `path`, and prints nothing. Costs a
 /// thread-local counter and a `Once` check when nothing panics.
-pub(super) fn guarded<T>(
-    path: &Path,
-    f: impl FnOnce() -> Result<T, DbError>,
-) -> Result<T, DbError> {
+///
+/// Every [`super::Db`] call that reaches redb runs so already; callers
+/// (the NIF) use it around their own work on a `Db`, so that no panic
+/// escapes them either.
+pub fn guarded<T>(path: &Path, f: impl FnOnce() -> Result<T, DbError>) -> Result<T, DbError> {
     install_quiet_hook();
     DEPTH.with(|d| d.set(d.get() + 1));
     let outcome = catch_unwind(AssertUnwindSafe(f));

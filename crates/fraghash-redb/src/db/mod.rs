@@ -78,6 +78,7 @@ use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 
 use error::At;
 pub use error::DbError;
+pub use guard::guarded;
 pub use log::LogRepair;
 use read::View;
 pub use read::{Chunk, Direction, Start};
