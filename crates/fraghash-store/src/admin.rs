@@ -381,7 +381,8 @@ impl Table {
             };
             report.records += check.records;
             for p in check.problems {
-                report.problems.push(format!("fragment {i}: {p}"));
+                let file = f.path.display();
+                report.problems.push(format!("fragment {i} ({file}): {p}"));
             }
         }
         Ok(report)

@@ -16,12 +16,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use fraghash::HashRange;
 use redb::{
-    Builder, Database, ReadOnlyTable, ReadableDatabase, ReadableTable, TableDefinition,
-    WriteTransaction,
+    Builder, ReadOnlyTable, ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction,
 };
 
 use crate::error::{Ctx, Error, IoCtx, Result};
-use crate::guard::guarded;
+use crate::guard::{guarded, QuietClose};
 use crate::manifest::{sync_dir, FORMAT_VERSION};
 
 pub(crate) const RECORDS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("records");
@@ -152,7 +151,7 @@ pub(crate) struct Fragment {
     pub path: PathBuf,
     /// Its number in the manifest.
     pub file_no: u64,
-    db: Database,
+    db: QuietClose,
     records: AtomicU64,
     bytes: AtomicU64,
 }
@@ -204,7 +203,7 @@ impl Fragment {
         Ok(Fragment {
             path: path.to_path_buf(),
             file_no,
-            db,
+            db: QuietClose::new(db, path),
             records: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
         })
@@ -265,7 +264,7 @@ impl Fragment {
         Ok(Fragment {
             path: path.to_path_buf(),
             file_no,
-            db,
+            db: QuietClose::new(db, path),
             records: AtomicU64::new(records),
             bytes: AtomicU64::new(bytes),
         })

@@ -12,8 +12,9 @@
 //! caught.
 
 use std::cell::Cell;
+use std::ops::{Deref, DerefMut};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Once;
 
 use crate::error::{Error, Result};
@@ -67,6 +68,51 @@ pub(crate) fn guarded<T>(path: &Path, f: impl FnOnce() -> Result<T>) -> Result<T
             reason: format!("redb failed on it: {}", panic_message(&*payload)),
         })
     })
+}
+
+/// A redb database whose drop runs guarded. Dropping a database closes it,
+/// and redb commits then: on some damaged files that commit panics, after
+/// every call had returned its error. A drop has no caller to tell, so
+/// the panic is swallowed, silently.
+pub(crate) struct QuietClose {
+    /// Always `Some` until the drop takes it.
+    db: Option<redb::Database>,
+    path: PathBuf,
+}
+
+impl QuietClose {
+    /// Wraps `db`, the database in file `path`.
+    pub(crate) fn new(db: redb::Database, path: &Path) -> QuietClose {
+        QuietClose {
+            db: Some(db),
+            path: path.to_path_buf(),
+        }
+    }
+}
+
+impl Deref for QuietClose {
+    type Target = redb::Database;
+
+    fn deref(&self) -> &redb::Database {
+        self.db.as_ref().expect("only the drop takes the database")
+    }
+}
+
+impl DerefMut for QuietClose {
+    fn deref_mut(&mut self) -> &mut redb::Database {
+        self.db.as_mut().expect("only the drop takes the database")
+    }
+}
+
+impl Drop for QuietClose {
+    fn drop(&mut self) {
+        if let Some(db) = self.db.take() {
+            let _ = guarded(&self.path, || {
+                drop(db);
+                Ok(())
+            });
+        }
+    }
 }
 
 #[cfg(test)]

@@ -523,6 +523,20 @@ impl Iterator for Scan {
     }
 }
 
+impl Drop for Scan {
+    fn drop(&mut self) {
+        // A scan that outlives its `Table` holds the last readers of its
+        // files, so its drop closes them (see `guard::QuietClose`).
+        let current = self.current.take();
+        let tables = std::mem::take(&mut self.tables);
+        let _ = guarded(Path::new(""), || {
+            drop(current);
+            drop(tables);
+            Ok(())
+        });
+    }
+}
+
 impl Scan {
     /// Ends the scan at error `e`: a damaged fragment's B-tree cannot be
     /// trusted to go on from where it failed.
