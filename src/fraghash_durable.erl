@@ -18,7 +18,7 @@
 %% (of the node's redb database) makes it survive a power cut too.
 -module(fraghash_durable).
 
--export([tables/1, here/1, check_log/0]).
+-export([tables/1, here/1, check_log/0, holders_not_running/1, disc_holders/1]).
 
 -define(TIMEOUT_MS, 60000).
 
@@ -26,8 +26,8 @@
 %% a disc copy of one of them (and on this node): each syncs Mnesia's log,
 %% flushes the dets files of its `disc_only_copies' copies among them and
 %% syncs its redb database if it holds `redb_copies' copies among them.
-%% A node that is down is passed over for a table that some node which did
-%% sync also holds on disc: when it comes back, Mnesia loads that table
+%% A node that is down (or whose Mnesia is stopped) is passed over for a
+%% table that some node which did sync also holds on disc: when it comes back, Mnesia loads that table
 %% from the live copy, not from its own files. A node that is up but apart
 %% (Mnesia here does not count it as running: a partition) is not: it
 %% counts as a node that cannot sync. Raises when a table's commit is on
@@ -47,7 +47,10 @@ tables(Tables) ->
     Running = mnesia:system_info(running_db_nodes),
     Apart = [{N, partitioned} || {N, {ok, ok}} <- Results, not lists:member(N, Running)],
     Synced = [N || {N, {ok, ok}} <- Results, lists:member(N, Running)],
-    Down = [N || {N, {error, {erpc, noconnection}}} <- Results],
+    %% A node whose Mnesia is stopped is down to Mnesia: it commits nothing
+    %% meanwhile and loads from a live copy when it starts.
+    Down = [N || {N, R} <- Results, R =:= {error, {erpc, noconnection}}
+                                        orelse R =:= {ok, mnesia_stopped}],
     Failed = Apart ++ [{N, R} || {N, R} <- Results, R =/= {ok, ok}, not lists:member(N, Down)],
     %% Tables a down node holds that no node which synced holds too.
     Lost = [T || {T, Ns} <- Holders, lists:any(fun(N) -> lists:member(N, Down) end, Ns),
@@ -79,14 +82,32 @@ check_log() ->
             ok
     end.
 
+%% @doc The nodes holding a disc copy of one of `Tables' where Mnesia is
+%% not running with this node (down, stopped, or apart in a partition).
+-spec holders_not_running([atom()]) -> [node()].
+holders_not_running(Tables) ->
+    Running = mnesia:system_info(running_db_nodes),
+    lists:usort([N || T <- Tables, N <- disc_holders(T), not lists:member(N, Running)]).
+
+%% @doc The nodes holding a copy of table `T' on disc: `disc_copies',
+%% `disc_only_copies', and the copies of an external backend that keeps
+%% them on disc (`redb_copies').
+-spec disc_holders(atom()) -> [node()].
 disc_holders(T) ->
     mnesia:table_info(T, disc_copies) ++ mnesia:table_info(T, disc_only_copies)
-        ++ lists:append([Ns || {{_Alias, fraghash_redb_copies}, Ns}
-                                   <- mnesia:table_info(T, external_copies)]).
+        ++ lists:append([Ns || {{Alias, Mod}, Ns} <- mnesia:table_info(T, external_copies),
+                               (catch Mod:semantics(Alias, storage)) =/= ram_copies]).
 
-%% @doc {@link tables/1} on this node alone (what each node runs).
--spec here([atom()]) -> ok.
+%% @doc {@link tables/1} on this node alone (what each node runs):
+%% `mnesia_stopped' when Mnesia does not run here.
+-spec here([atom()]) -> ok | mnesia_stopped.
 here(Tables) ->
+    case mnesia:system_info(is_running) of
+        yes -> here_running(Tables);
+        _ -> mnesia_stopped
+    end.
+
+here_running(Tables) ->
     ok = check_log(),
     case mnesia:sync_log() of
         ok ->

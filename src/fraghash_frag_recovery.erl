@@ -35,25 +35,47 @@ fragmented() ->
 %% it just finished or undid included).
 -spec sweep(atom()) -> ok | {error, term()}.
 sweep(Tab) ->
+    sweep(Tab, 3).
+
+%% A table that went while it was read or dropped (the recovery of another
+%% node sweeps the same orphans, and a node's schema can name a table the
+%% node it reads from has dropped already): the sweep starts again from
+%% the schema as it is then, a few times.
+sweep(Tab, Tries) ->
     Orphans = [F || {Base, F} <- fraghash_tab:orphans(), Base =:= Tab],
     try
-        sweep(Tab, Orphans)
+        sweep_orphans(Tab, Orphans)
     catch
         %% An orphan loaded nowhere that no running node holds.
-        error:{fraghash, _, _} = Reason -> {error, Reason}
+        error:{fraghash, _, _} = Reason ->
+            {error, Reason};
+        Class:Reason:Stack when Tries > 1 ->
+            case gone(Reason) of
+                true -> timer:sleep(200), sweep(Tab, Tries - 1);
+                false -> erlang:raise(Class, Reason, Stack)
+            end
     end.
 
-sweep(_Tab, []) ->
+gone({aborted, {no_exists, _}}) -> true;
+gone({badmatch, {aborted, {no_exists, _}}}) -> true;
+gone(_) -> false.
+
+sweep_orphans(_Tab, []) ->
     ok;
-sweep(Tab, [Orphan | Rest]) ->
+sweep_orphans(Tab, [Orphan | Rest]) ->
+    case sweep_one(Tab, Orphan) of
+        ok -> sweep_orphans(Tab, Rest);
+        Refused -> Refused
+    end.
+
+sweep_one(Tab, Orphan) ->
     ok = fraghash_grow_schema:load_somewhere(Orphan),
     Elsewhere = [K || {_From, To, K} <- fraghash_tab:misplaced(Tab, [Orphan]),
                       not held(mnesia:dirty_read(Orphan, K), mnesia:dirty_read(To, K))],
     case Elsewhere of
         [] ->
             ok = drop_orphan(Orphan),
-            ok = remove_leftover_files(Orphan),
-            sweep(Tab, Rest);
+            ok = remove_leftover_files(Orphan);
         [K | _] ->
             {error, {fraghash, orphan_holds_records,
                      lists:flatten(

@@ -94,7 +94,23 @@ planned(#{tab := T, mod := Mod, from := From, n := N} = Part, Relieve) ->
 %% @private The journal's first entry: one that cannot be written refuses
 %% the operation, nothing done (an entry left half written names a change
 %% that did not happen, which recovery sees and removes).
-first_entry(Tab, Entry) ->
+%% A node holding a disc copy of one of the group's fragments where Mnesia
+%% does not run (down, stopped, or apart in a partition) refuses it too:
+%% on the side of a partition that is later thrown away, a schema change
+%% would come back with that side's schema when its nodes rejoin.
+first_entry(Tab, #{parts := Parts} = Entry) ->
+    Frags = [frag_name(T, I) || #{tab := T, n := N} <- Parts, I <- lists:seq(1, N)],
+    case fraghash_durable:holders_not_running(Frags) of
+        [] -> write_first_entry(Tab, Entry);
+        Down -> {aborted, {fraghash, holders_not_running,
+                           lists:flatten(
+                             io_lib:format("~s has copies on ~0p, where Mnesia is not running "
+                                           "with this node: start Mnesia there (or move those "
+                                           "copies), then run the operation again",
+                                           [Tab, Down]))}}
+    end.
+
+write_first_entry(Tab, Entry) ->
     try fraghash_journal:write(Tab, Entry)
     catch
         _:Why ->

@@ -187,8 +187,7 @@ load_somewhere(Frag) ->
             ok;
         [] ->
             Running = mnesia:system_info(running_db_nodes),
-            Holders = [N || N <- mnesia:table_info(Frag, disc_copies)
-                                ++ mnesia:table_info(Frag, disc_only_copies)
+            Holders = [N || N <- fraghash_durable:disc_holders(Frag)
                                 ++ mnesia:table_info(Frag, ram_copies),
                             lists:member(N, Running)],
             case Holders of

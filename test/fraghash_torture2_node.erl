@@ -1,6 +1,8 @@
-%% @doc The node side of the two-node kill -9 torture
-%% (`fraghash_torture2_tests'): run by `rpc' on each of the two Mnesia
-%% nodes A and B (peer nodes, OS processes the parent kills with kill -9).
+%% @doc The node side of the kill -9 torture of two or three nodes
+%% (`fraghash_torture2_tests'): run by `rpc' on each Mnesia node A, B (and
+%% C) (peer nodes, OS processes the parent kills with kill -9).
+%% {@link configure/1} says how many nodes the cluster has, on every node
+%% and in the test's VM: the tables and the writers' keys follow from it.
 %%
 %% It creates the tables, runs the writers (one per table on each node)
 %% and the controller (on one node per run: grows, shrinks and relieves
@@ -10,9 +12,9 @@
 %% Files in the run directory (appended with single writes, which a kill -9
 %% of the node cannot lose once they returned):
 %% <ul>
-%% <li>`ack_<table>_<1|2>.log': per table and writer (1 on A, 2 on B;
-%% writer 1 owns the odd keys, writer 2 the even ones, so that each key's
-%% history is in one file, in order), framed terms
+%% <li>`ack_<table>_<W>.log': per table and writer (1 on A, 2 on B, 3 on
+%% C; with N nodes writer W owns the keys K with (K - 1) rem N + 1 = W,
+%% so that each key's history is in one file, in order), framed terms
 %% (`fraghash_torture_child:log_line/2'): `{intent, Seq, Key, Value}'
 %% before the transactions and `{ack, Seq, Key, Value}' once they returned
 %% and `fraghash_durable:tables/1' of every fragment of the table and of
@@ -26,36 +28,62 @@
 %% </ul>
 -module(fraghash_torture2_node).
 
--export([cases/0, tables/0, control/1, create_tables/1, set_hook/1, start_work/5,
-         stop_work/1, recover/1, check/3, repair/4, owner/1, ack_file/3]).
+-export([configure/1, nodes_count/0, cases/0, tables/0, control/1, create_tables/1, set_hook/1,
+         start_work/5, stop_work/1, recover/1, check/2, repair/4, owner/1, ack_file/3]).
 
 -define(KEYS, 400).
 -define(MIN_FRAGS, 2).
 -define(MAX_FRAGS, 7).
 
-%% @doc `{Table, HashModule, DiscCopiesPerFragment}': every fragment on both
-%% nodes, or each on one of them (spread by `add_frag''s node list).
-cases() ->
-    [{t2_slots_dc2, mnesia_frag_slots, 2},
-     {t2_slots_dc1, mnesia_frag_slots, 1},
-     {t2_hash_dc1, mnesia_frag_hash, 1}].
+%% @doc Sets the number of nodes (2 or 3) in this VM.
+-spec configure(2 | 3) -> ok.
+configure(N) when N =:= 2; N =:= 3 ->
+    persistent_term:put({?MODULE, nodes}, N).
 
-tables() -> [T || {T, _, _} <- cases()].
+%% @doc The number of nodes {@link configure/1} set (2 by default).
+nodes_count() -> persistent_term:get({?MODULE, nodes}, 2).
+
+%% @doc `{Table, HashModule, CopiesPerFragment, Storage}'. Two nodes: every
+%% fragment on both, or each on one of them (spread by `add_frag''s node
+%% list), on `disc_copies'. Three nodes: every fragment on two of the
+%% three, on `disc_copies' and on `redb_copies'.
+cases() ->
+    case nodes_count() of
+        2 -> [{t2_slots_dc2, mnesia_frag_slots, 2, disc_copies},
+              {t2_slots_dc1, mnesia_frag_slots, 1, disc_copies},
+              {t2_hash_dc1, mnesia_frag_hash, 1, disc_copies}];
+        3 -> [{t3_slots_dc2, mnesia_frag_slots, 2, disc_copies},
+              {t3_slots_rc2, mnesia_frag_slots, 2, redb_copies},
+              {t3_hash_rc2, mnesia_frag_hash, 2, redb_copies}]
+    end.
+
+tables() -> [T || {T, _, _, _} <- cases()].
 
 %% @doc The never-migrated control of a table: same hash module, copies and
 %% node pool, written just after the table, by the same writer.
 control(Tab) -> list_to_atom("ctl_" ++ atom_to_list(Tab)).
 
 %% @doc Creates every table and its control on `Nodes' (3 fragments each),
-%% and the journal.
+%% and the journal. A `redb_copies' table is made on `disc_copies' and each
+%% copy of each fragment changed to `redb_copies' (Mnesia cannot create
+%% fragments of a backend type); fraghash_frag gives new fragments the
+%% base table's storage.
 create_tables(Nodes) ->
+    {atomic, ok} = fraghash_redb_copies:register(),
     lists:foreach(
-      fun({Tab, Mod, Copies}) ->
+      fun({Tab, Mod, Copies, Storage}) ->
               Def = [{attributes, [key, val]},
                      {frag_properties, [{n_fragments, 3}, {hash_module, Mod},
                                         {node_pool, Nodes}, {n_disc_copies, Copies}]}],
-              {atomic, ok} = mnesia:create_table(Tab, Def),
-              {atomic, ok} = mnesia:create_table(control(Tab), Def)
+              [begin
+                   {atomic, ok} = mnesia:create_table(T, Def),
+                   [{atomic, ok} = mnesia:change_table_copy_type(F, N, Storage)
+                    || Storage =/= disc_copies,
+                       F <- mnesia:activity(async_dirty,
+                                            fun() -> mnesia:table_info(T, frag_names) end,
+                                            [], mnesia_frag),
+                       N <- mnesia:table_info(F, disc_copies)]
+               end || T <- [Tab, control(Tab)]]
       end, cases()),
     ok = fraghash_journal:ensure().
 
@@ -73,8 +101,9 @@ set_hook(Dir) ->
               end
       end).
 
-%% @doc The writer that owns `Key' (1: odd keys, on A; 2: even, on B).
-owner(Key) -> 2 - Key rem 2.
+%% @doc The writer that owns `Key' (1 on A, 2 on B, 3 on C: one key in N
+%% each, N the number of nodes).
+owner(Key) -> (Key - 1) rem nodes_count() + 1.
 
 ack_file(Dir, Tab, Writer) ->
     filename:join(Dir, lists:concat(["ack_", Tab, "_", Writer, ".log"])).
@@ -82,7 +111,7 @@ ack_file(Dir, Tab, Writer) ->
 %%% Work
 
 %% @doc Starts this node's writers (writer number `Writer') and, when
-%% `Controller', the controller; returns at once. `Nodes' are A and B.
+%% `Controller', the controller; returns at once. `Nodes' are A, B (and C).
 start_work(Dir, Run, Writer, Controller, Nodes) ->
     persistent_term:put({?MODULE, stop}, false),
     Parent = self(),
@@ -142,7 +171,8 @@ writer(Log, Run, Writer, Tab, I) ->
         true ->
             ok = file:close(Log);
         false ->
-            Key = 2 * rand:uniform(?KEYS div 2) - 2 + Writer,
+            N = nodes_count(),
+            Key = N * rand:uniform(?KEYS div N) - N + Writer,
             Seq = {Run, Writer, I},
             Value = case rand:uniform(5) of
                         1 -> deleted;
@@ -209,8 +239,9 @@ controller(Dir, Nodes) ->
                      N >= ?MAX_FRAGS -> del;
                      true -> case rand:uniform(2) of 1 -> Grow; 2 -> del end
                  end,
-            %% Which node gets a new fragment first (one copy) varies.
-            On = case rand:uniform(2) of 1 -> Nodes; 2 -> lists:reverse(Nodes) end,
+            %% Which nodes get a new fragment (its copies on the first
+            %% ones) varies.
+            On = shuffle(Nodes),
             mark(Dir, "enter ~s ~s ~b", [Tab, Op, N]),
             Res = try
                       case Op of
@@ -245,12 +276,14 @@ recover(Dir) ->
 
 %%% Checks
 
-%% @doc `{Counts, BadKeys, Layout}' of `Tab' as this node sees it, against
-%% `Exp' (Key => {LastAcked, [LaterIntents]}); `Copies' is the disc copies
-%% each fragment must have. A fragment is read where Mnesia reads it from
+%% @doc `{Counts, BadKeys, Layout}' of `Tab' (a case's table or its
+%% control) as this node sees it, against `Exp' (Key => {LastAcked,
+%% [LaterIntents]}); each fragment must have the case's copies of its
+%% storage. A fragment is read where Mnesia reads it from
 %% this node: its own copy when it holds one. Layout is `{HashModule,
 %% State, [{Fragment, SortedKeys}]}', for comparing the two nodes.
-check(Tab, Exp, Copies) ->
+check(Tab, Exp) ->
+    [{Copies, Storage}] = [{C, St} || {T, _, C, St} <- cases(), lists:member(Tab, [T, control(T)])],
     {Mod, S, N} = fraghash_frag:hash(Tab),
     Frags = [fraghash_frag:frag_name(Tab, F) || F <- lists:seq(1, N)],
     PerFrag = [{F, mnesia:dirty_select(Frag, [{'_', [], ['$_']}])}
@@ -276,8 +309,8 @@ check(Tab, Exp, Copies) ->
                lost => length([K || K <- Bad, maps:get(K, Found, deleted) =:= deleted]),
                sizes_add_up => lists:sum(Sizes) =:= length(Rows),
                frag_names_match => Names =:= Frags,
-               copies_ok => lists:all(fun(F) -> length(mnesia:table_info(F, disc_copies)) =:= Copies
-                                      end, Frags),
+               copies_ok => lists:all(fun(F) -> length(holders(F, Storage)) =:= Copies end,
+                                      Frags),
                orphans => length(Orphans),
                journal_left => length([T || T <- fraghash_journal:pending(), T =:= Tab])},
     Layout = {Mod, S, [{F, lists:sort([element(2, R) || R <- Rs])} || {F, Rs} <- PerFrag]},
@@ -297,6 +330,14 @@ repair(Dir, Run, Tab, {Keys, Exp}) ->
               ok = fraghash_torture_child:log_line(Log, {ack, {Run, repair}, K, Last}),
               ok = file:close(Log)
       end, Keys).
+
+%% The nodes holding a copy of `Frag' of type `Storage'.
+holders(Frag, disc_copies) ->
+    mnesia:table_info(Frag, disc_copies);
+holders(Frag, Alias) ->
+    lists:append([Ns || {{A, _}, Ns} <- mnesia:table_info(Frag, external_copies), A =:= Alias]).
+
+shuffle(L) -> [X || {_, X} <- lists:sort([{rand:uniform(), X} || X <- L])].
 
 %%% Marks
 

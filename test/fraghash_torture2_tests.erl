@@ -1,11 +1,15 @@
-%% @doc Kill -9 torture of `fraghash_frag' on two Mnesia nodes. A and B are
-%% `peer' nodes (OS processes) with one disc schema; three fragmented
-%% `disc_copies' tables with `node_pool [A, B]' (`mnesia_frag_slots' with
-%% every fragment on both nodes, `mnesia_frag_slots' and `mnesia_frag_hash'
-%% with each fragment on one node), each with a never-migrated control,
-%% are written on both nodes and grown, shrunk and relieved by a controller
-%% on one of them (`fraghash_torture2_node' has the node side and the
-%% files). Per run this process kills A, B or both with kill -9: mostly
+%% @doc Kill -9 torture of `fraghash_frag' on two or three Mnesia nodes. A
+%% and B (and C) are `peer' nodes (OS processes) with one disc schema. On
+%% two nodes, three fragmented `disc_copies' tables with `node_pool [A, B]'
+%% (`mnesia_frag_slots' with every fragment on both nodes,
+%% `mnesia_frag_slots' and `mnesia_frag_hash' with each fragment on one
+%% node); on three ({@link torture/1} with 3, run by
+%% `fraghash_torture3_tests'), every fragment on two of the three, one
+%% table on `disc_copies' and two on `redb_copies'. Each table has a
+%% never-migrated control; they are written on every node and grown,
+%% shrunk and relieved by a controller on one of them
+%% (`fraghash_torture2_node' has the node side and the files). Per run this
+%% process kills one node or two with kill -9: mostly
 %% inside a step of an operation (the marks its step hook writes), some
 %% right after an operation returned, some during the recovery that
 %% follows a kill. It then stops the survivor's writers and controller
@@ -31,8 +35,10 @@
 %% added to and shrunk once more with both nodes up.
 %%
 %% Some faults (`FRAGHASH_TORTURE2_PARTITIONS' percent, default 20) are
-%% partitions instead of kills, at the same moments: A is cut from B with
-%% `erlang:disconnect_node/1' run on A (`fraghash_torture2_partition').
+%% partitions instead of kills, at the same moments: one node is cut from
+%% the others with `erlang:disconnect_node/1' run on it
+%% (`fraghash_torture2_partition'); on three nodes the heal keeps the two
+%% that stayed together.
 %% Each Mnesia then takes the other for down and goes on alone: writers
 %% acknowledge what their side holds, the controller's operations go on
 %% where they touch only its side. Mnesia does not merge the two again
@@ -64,7 +70,7 @@
 -import(fraghash_test_support, [scratch/0]).
 -import(fraghash_torture_tests, [wait_mark/4, mark_lines/2, file_size/1]).
 
--export([start_mnesia/0]).
+-export([start_mnesia_here/1, torture/1]).
 
 -define(NODE, fraghash_torture2_node).
 -define(T, 7200).
@@ -73,39 +79,51 @@
 torture2_test_() ->
     fraghash_test_support:slow_tier(
       {timeout, ?T, {"kill -9 of one or both of two nodes, or a partition, during growth",
-                       fun torture/0}}).
+                       fun() -> torture(2) end}}).
 
+%% The faults to make: `FRAGHASH_TORTURE2_KILLS' (default 24) on two
+%% nodes, `FRAGHASH_TORTURE3_KILLS' (default 12) on three.
 kills() ->
-    case os:getenv("FRAGHASH_TORTURE2_KILLS") of
-        V when V =:= false; V =:= "" -> 24;
+    {Var, Default} = case ?NODE:nodes_count() of
+                         2 -> {"FRAGHASH_TORTURE2_KILLS", 24};
+                         3 -> {"FRAGHASH_TORTURE3_KILLS", 12}
+                     end,
+    case os:getenv(Var) of
+        V when V =:= false; V =:= "" -> Default;
         V -> list_to_integer(V)
     end.
 
-torture() ->
+%% @doc The torture on `NNodes' (2 or 3) nodes.
+torture(NNodes) ->
     T0 = erlang:monotonic_time(millisecond),
-    Dir = filename:join(scratch(), "torture2_" ++ os:getpid()),
+    ok = ?NODE:configure(NNodes),
+    Tag = "torture" ++ integer_to_list(NNodes),
+    Dir = filename:join(scratch(), Tag ++ "_" ++ os:getpid()),
     ok = filelib:ensure_path(Dir),
-    rand:seed(exsss, {2, 11, 2026}),
+    rand:seed(exsss, {NNodes, 11, 2026}),
     Id = os:getpid(),
-    Names = #{a => {list_to_atom("fht2a_" ++ Id), filename:join(Dir, "a")},
-              b => {list_to_atom("fht2b_" ++ Id), filename:join(Dir, "b")}},
+    Names = maps:from_list(
+              [{K, {list_to_atom(lists:concat(["fht", NNodes, K, "_", Id])),
+                    filename:join(Dir, atom_to_list(K))}}
+               || K <- lists:sublist([a, b, c], NNodes)]),
     Cl0 = maps:map(fun(_, {Name, NDir}) -> start_node(Name, NDir) end, Names),
-    [A, B] = nodes_of(Cl0),
-    ok = rpc:call(A, mnesia, create_schema, [[A, B]]),
-    [ok = start_mnesia(N) || N <- [A, B]],
-    ok = rpc:call(A, ?NODE, create_tables, [[A, B]]),
+    Nodes = [A | _] = nodes_of(Cl0),
+    ok = rpc:call(A, mnesia, create_schema, [Nodes]),
+    [ok = start_mnesia(N) || N <- Nodes],
+    ok = rpc:call(A, ?NODE, create_tables, [Nodes]),
     ok = wait_tables(Cl0),
-    [ok = rpc:call(N, ?NODE, set_hook, [Dir]) || N <- [A, B]],
+    [ok = rpc:call(N, ?NODE, set_hook, [Dir]) || N <- Nodes],
     Ctx = #{dir => Dir, names => Names},
     {Cl, Runs, Kills, Checks} = runs(Ctx, 1, Cl0, [], []),
-    %% Every table grows and shrinks again with both nodes up, and the two
+    %% Every table grows and shrinks again with every node up, and the
     %% nodes still agree.
     Final = [{T, Op, rpc:call(A, fraghash_frag, Op, Args, ?WAIT_MS)}
              || T <- ?NODE:tables(),
-                {Op, Args} <- [{add_frag, [T, [B, A]]}, {del_frag, [T]}]],
+                {Op, Args} <- [{add_frag, [T, lists:reverse(Nodes)]}, {del_frag, [T]}]],
     {_, LastChecks} = check_all(Ctx, Runs + 1, Cl),
     Secs = (erlang:monotonic_time(millisecond) - T0) div 1000,
-    report(Kills, Checks ++ LastChecks, Secs, fraghash_torture2_partition:excluded(Dir)),
+    fraghash_torture2_report:report(Kills, Checks ++ LastChecks, Secs,
+                                    fraghash_torture2_partition:excluded(Dir)),
     io:format(user, "starts that found a fragment table beyond its table's count (not "
               "waited for; recover/0 dropped it): ~b~n", [length(get_list(beyond_count))]),
     [begin os:cmd("kill -9 " ++ rpc:call(N, os, getpid, [])), wait_down(N) end
@@ -139,20 +157,20 @@ runs(Ctx, Run, Cl, Kills, Checks) ->
 run(Ctx = #{dir := Dir}, Run, Cl) ->
     Marks = filename:join(Dir, "marks.log"),
     From = file_size(Marks),
-    Ctl = pick([a, b]),
-    [A, B] = nodes_of(Cl),
-    [ok = rpc:call(node_of(Cl, K), ?NODE, start_work, [Dir, Run, W, K =:= Ctl, [A, B]])
-     || {K, W} <- [{a, 1}, {b, 2}]],
+    Ctl = pick(keys(Cl)),
+    Nodes = nodes_of(Cl),
+    [ok = rpc:call(node_of(Cl, K), ?NODE, start_work, [Dir, Run, writer(K), K =:= Ctl, Nodes])
+     || K <- keys(Cl)],
     Aim = aim(Marks, From),
     Lines = mark_lines(Marks, From),
     Where = classify(Lines, Aim),
     {Fault, Cl2, Together} =
         case partition() of
             false ->
-                Victims = pick([[a], [a], [b], [b], [a, b]]),
+                Victims = pick(victims(Cl, [1, 1, 2])),
                 kill(Cl, Victims),
                 {#{kind => kill, victims => Victims}, restart(Ctx, Cl, Victims, []),
-                 Victims =:= [a, b]};
+                 length(Victims) > 1};
             true ->
                 {P, ClP} = partition(Ctx, Run, Cl, fun() -> ok end),
                 {P, ClP, true}
@@ -167,8 +185,8 @@ run(Ctx = #{dir := Dir}, Run, Cl) ->
 %% percent of them).
 partition() -> rand:uniform(100) =< fraghash_torture2_partition:share().
 
-%% A partition, healed as an operator would: cut A from B, let both sides
-%% work apart for a moment (writers on each side acknowledge what their
+%% A partition, healed as an operator would: cut one node from the others,
+%% let both sides work apart for a moment (writers on each side acknowledge what their
 %% side holds, the controller goes on on its side), then keep one side and
 %% throw the other away: kill -9 its node, mark its writer's
 %% acknowledgements since the cut as given up, and restart it with the
@@ -177,20 +195,42 @@ partition() -> rand:uniform(100) =< fraghash_torture2_partition:share().
 %% fragments nobody else holds; once its tables are loaded the master
 %% setting is cleared (a later start must load as usual). `Wait' runs once
 %% the thrown-away node is dead (it waits for recoveries it was running).
-%% Returns the fault and the nodes.
+%% On three nodes the two that stayed together are kept. Returns the fault
+%% and the nodes.
 partition(Ctx = #{dir := Dir}, Run, Cl, Wait) ->
-    Split = fraghash_torture2_partition:cut(Dir, Run, nodes_of(Cl)),
+    X = pick(keys(Cl)),
+    Others = keys(Cl) -- [X],
+    Split = fraghash_torture2_partition:cut(Dir, Run, node_of(Cl, X),
+                                            [node_of(Cl, O) || O <- Others]),
     timer:sleep(100 + rand:uniform(1400)),
-    Keep = pick([a, b]),
-    [Drop] = [a, b] -- [Keep],
-    kill(Cl, [Drop]),
-    ok = fraghash_torture2_partition:discarded(Dir, Run, writer(Drop)),
+    {Keep, Drop} = case Others of
+                       [Y] -> pick([{[X], [Y]}, {[Y], [X]}]);
+                       _ -> {Others, [X]}
+                   end,
+    kill(Cl, Drop),
+    [ok = fraghash_torture2_partition:discarded(Dir, Run, writer(D)) || D <- Drop],
     Wait(),
-    Cl2 = restart(Ctx, Cl, [Drop], [node_of(Cl, Keep)]),
-    {#{kind => partition, kept => Keep, victims => [Drop], split => Split}, Cl2}.
+    Cl2 = restart(Ctx, Cl, Drop, [node_of(Cl, K) || K <- Keep]),
+    {#{kind => partition, kept => Keep, victims => Drop, split => Split}, Cl2}.
 
+%% The writer number of node `K' (1 on a, 2 on b, 3 on c).
 writer(a) -> 1;
-writer(b) -> 2.
+writer(b) -> 2;
+writer(c) -> 3.
+
+%% The sets of victims a kill picks from: every single node `W1' times,
+%% every pair `W2' times... (`Weights' by set size, up to one node fewer
+%% than the cluster on three nodes, all on two).
+victims(Cl, Weights) ->
+    Ks = keys(Cl),
+    Max = case length(Ks) of 2 -> 2; N -> N - 1 end,
+    lists:append([lists:duplicate(W, Set)
+                   || {Size, W} <- lists:zip(lists:seq(1, length(Weights)), Weights),
+                      Size =< Max, Set <- subsets(Ks, Size)]).
+
+subsets(_, 0) -> [[]];
+subsets([], _) -> [];
+subsets([H | T], N) -> [[H | S] || S <- subsets(T, N - 1)] ++ subsets(T, N).
 
 %% Waits for the moment chosen for this run: `leave' (right after an
 %% operation returned), or inside a step (after a random time, the next
@@ -225,7 +265,7 @@ wait_new(Marks, From, Prefix, Ms) ->
 %% one table take turns (see fraghash_recover_at_once_tests).
 recover_all(Ctx = #{dir := Dir}, Run, Cl, Together) ->
     Marks = filename:join(Dir, "marks.log"),
-    [A, _] = nodes_of(Cl),
+    [A | _] = nodes_of(Cl),
     Pending = rpc:call(A, fraghash_journal, pending, []),
     case Pending =/= [] andalso rand:uniform(100) =< 40 orelse rand:uniform(100) =< 5 of
         true ->
@@ -251,11 +291,11 @@ recover_all(Ctx = #{dir := Dir}, Run, Cl, Together) ->
             {Fault, Cl2, Together2} =
                 case partition() of
                     false ->
-                        Victims = pick([[a], [b], [a, b]]),
+                        Victims = pick(victims(Cl, [1, 1])),
                         kill(Cl, Victims),
                         Wait(),
                         {#{kind => kill, victims => Victims}, restart(Ctx, Cl, Victims, []),
-                         Victims =:= [a, b]};
+                         length(Victims) > 1};
                     true ->
                         {P, ClP} = partition(Ctx, Run, Cl, Wait),
                         {P, ClP, true}
@@ -269,8 +309,8 @@ recover_all(Ctx = #{dir := Dir}, Run, Cl, Together) ->
                           true -> rpc_parallel(Ns, ?NODE, recover, [Dir]);
                           false -> [rpc:call(N, ?NODE, recover, [Dir], ?WAIT_MS) || N <- Ns]
                       end,
-            case Results of
-                [ok, ok] -> ok;
+            case lists:usort(Results) of
+                [ok] -> ok;
                 _ -> error({recover_failed, Run, Results, recover_diag(Dir, Cl)})
             end,
             {Cl, []}
@@ -283,7 +323,7 @@ recover_diag(Dir, Cl) ->
     Tail = lists:nthtail(max(0, length(Lines) - 60), Lines),
     [{N, [{T, catch rpc:call(N, fraghash_frag, hash, [T], 5000),
            [{F, [{I, catch rpc:call(N, mnesia, table_info, [F, I], 5000)}
-                 || I <- [disc_copies, where_to_read, active_replicas]]}
+                 || I <- [disc_copies, external_copies, where_to_read, active_replicas]]}
             || F <- rpc:call(N, mnesia, system_info, [tables], 5000),
                lists:prefix(atom_to_list(T), atom_to_list(F))]}
           || T <- ?NODE:tables()],
@@ -299,20 +339,20 @@ rpc_parallel(Ns, M, F, Args) ->
 
 %%% Checks
 
-%% Checks every table and its control on both nodes, then repairs what was
-%% lost (so that the next check counts new losses only). Returns one check
-%% per table: a map of counts summed over both nodes, `ours' (keys the
-%% table got wrong that its control kept, on either node), `disagree'
+%% Checks every table and its control on every node, then repairs what
+%% was lost (so that the next check counts new losses only). Returns one
+%% check per table: a map of counts summed over the nodes, `ours' (keys the
+%% table got wrong that its control kept, on any node), `disagree'
 %% (whether the nodes differ in hash state or in the keys of a fragment).
 check_all(#{dir := Dir}, Run, Cl) ->
     Nodes = nodes_of(Cl),
     Checks =
         [begin
              Exp = expected(Dir, Tab),
-             Per = [{N, rpc:call(N, ?NODE, check, [Tab, Exp, Copies], ?WAIT_MS),
-                     rpc:call(N, ?NODE, check, [?NODE:control(Tab), Exp, Copies], ?WAIT_MS)}
+             Per = [{N, rpc:call(N, ?NODE, check, [Tab, Exp], ?WAIT_MS),
+                     rpc:call(N, ?NODE, check, [?NODE:control(Tab), Exp], ?WAIT_MS)}
                     || N <- Nodes],
-             [{_, {_, _, LA}, {_, _, CA}}, {_, {_, _, LB}, {_, _, CB}}] = Per,
+             Layouts = lists:usort([{L, CL} || {_, {_, _, L}, {_, _, CL}} <- Per]),
              Ours = lists:usort(lists:append([[K || K <- Bad, not lists:member(K, CBad)]
                                               || {_, {_, Bad, _}, {_, CBad, _}} <- Per])),
              CtlBad = lists:usort(lists:append([CBad || {_, _, {_, CBad, _}} <- Per])),
@@ -337,18 +377,20 @@ check_all(#{dir := Dir}, Run, Cl) ->
                structure => [{N, K} || {N, {C, _, _}, _} <- Per,
                                        K <- [sizes_add_up, frag_names_match, copies_ok],
                                        not maps:get(K, C)],
-               disagree => LA =/= LB orelse CA =/= CB}
-         end || {Tab, _, Copies} <- ?NODE:cases()],
+               disagree => length(Layouts) > 1,
+               disagree_detail => [fraghash_torture2_report:differences(Per)
+                                   || length(Layouts) > 1]}
+         end || Tab <- ?NODE:tables()],
     {Cl, Checks}.
 
 %% Key => {LastAcked, [LaterIntents]}: each writer's log (the keys of one
-%% are not the other's).
+%% are no other's).
 expected(Dir, Tab) ->
-    maps:merge(
-      fraghash_torture_child:expected_terms(
-        fraghash_torture2_partition:terms(?NODE:ack_file(Dir, Tab, 1))),
-      fraghash_torture_child:expected_terms(
-        fraghash_torture2_partition:terms(?NODE:ack_file(Dir, Tab, 2)))).
+    lists:foldl(fun(W, Acc) ->
+                        maps:merge(Acc, fraghash_torture_child:expected_terms(
+                                          fraghash_torture2_partition:terms(
+                                            ?NODE:ack_file(Dir, Tab, W))))
+                end, #{}, lists:seq(1, ?NODE:nodes_count())).
 
 %% A check after a partition fails on what the controls lost too: what the
 %% heal gives up is left out of the expected values, and Mnesia keeps
@@ -407,15 +449,18 @@ start_peer(Name, Dir, Tries) ->
     end.
 
 start_mnesia(Node) ->
-    rpc:call(Node, ?MODULE, start_mnesia, []).
+    rpc:call(Node, ?MODULE, start_mnesia_here, [?NODE:nodes_count()]).
 
-%% @private On the node: Mnesia dumping its log often, as under load (a
-%% kill finds more dumps).
-start_mnesia() ->
+%% @private On the node: the cluster's size set, Mnesia dumping its log
+%% often, as under load (a kill finds more dumps).
+start_mnesia_here(NNodes) ->
+    ok = ?NODE:configure(NNodes),
     ok = application:set_env(mnesia, dump_log_write_threshold, 200),
     mnesia:start().
 
-nodes_of(Cl) -> [node_of(Cl, a), node_of(Cl, b)].
+keys(Cl) -> lists:sort(maps:keys(Cl)).
+
+nodes_of(Cl) -> [node_of(Cl, K) || K <- keys(Cl)].
 
 node_of(Cl, K) -> element(2, maps:get(K, Cl)).
 
@@ -480,7 +525,7 @@ set_master_nodes(Node, Masters) ->
 %% name and directory; with `Masters' as Mnesia's master nodes until their
 %% tables are loaded, when not []), waits for every table on both nodes.
 restart(#{dir := Dir, names := Names}, Cl, Victims, Masters) ->
-    Survivors = [K || K <- [a, b], not lists:member(K, Victims)],
+    Survivors = keys(Cl) -- Victims,
     [case rpc:call(node_of(Cl, K), ?NODE, stop_work, [60000], 70000) of
          {stopped, 0} ->
              ok;
@@ -503,7 +548,8 @@ restart(#{dir := Dir, names := Names}, Cl, Victims, Masters) ->
     %% whose log holds a transaction of unclear outcome (a schema change the
     %% kill cut short on both) waits in mnesia:start() for the other to
     %% tell it.
-    Started = rpc_parallel([node_of(Cl2, V) || V <- Order], ?MODULE, start_mnesia, []),
+    Started = rpc_parallel([node_of(Cl2, V) || V <- Order], ?MODULE, start_mnesia_here,
+                           [?NODE:nodes_count()]),
     ?assertEqual({restart, [ok || _ <- Order]}, {restart, Started}),
     [ok = rpc:call(node_of(Cl2, V), ?NODE, set_hook, [Dir]) || V <- Order],
     ok = wait_tables(Cl2),
@@ -514,60 +560,3 @@ restart(#{dir := Dir, names := Names}, Cl, Victims, Masters) ->
 pick(L) -> lists:nth(rand:uniform(length(L)), L).
 
 shuffle(L) -> [X || {_, X} <- lists:sort([{rand:uniform(), X} || X <- L])].
-
-%%% Report
-
-report(Kills, Checks, Secs, Excluded) ->
-    Count = fun(F) -> length([K || K <- Kills, F(K)]) end,
-    Steps = lists:foldl(fun(#{where := {step, _, _, S}}, Acc) ->
-                                maps:update_with(S, fun(C) -> C + 1 end, 1, Acc);
-                           (_, Acc) -> Acc
-                        end, #{}, Kills),
-    Victim = fun(#{kind := partition, kept := K}) -> io_lib:format("partition, ~s kept", [K]);
-                 (#{victims := [a, b]}) -> "both";
-                 (#{victims := [V], controller := V}) -> io_lib:format("~s (the controller's)", [V]);
-                 (#{victims := [V], controller := none}) -> io_lib:format("~s (in recovery)", [V]);
-                 (#{victims := [V]}) -> io_lib:format("~s (not the controller's)", [V])
-             end,
-    ByVictim = lists:foldl(fun(K, Acc) ->
-                                   maps:update_with(lists:flatten(Victim(K)), fun(C) -> C + 1 end, 1, Acc)
-                           end, #{}, Kills),
-    Parts = [K || #{kind := partition} = K <- Kills],
-    io:format(user, "~ntorture2: ~b faults (~b kills, ~b partitions) in ~b s: ~b inside an "
-              "operation (~s), ~b right after one returned, ~b during recovery (~b with an "
-              "operation to recover), ~b outside; victims: ~s~n",
-              [length(Kills), length(Kills) - length(Parts), length(Parts), Secs, lists:sum(maps:values(Steps)), fmt_counts(Steps),
-               Count(fun(#{where := W}) -> is_tuple(W) andalso element(1, W) =:= leave end),
-               Count(fun(#{where := W}) -> is_tuple(W) andalso element(1, W) =:= recovery end),
-               Count(fun(#{where := {recovery, P, _}}) -> P; (_) -> false end),
-               Count(fun(#{where := W}) -> W =:= outside end), fmt_counts(ByVictim)]),
-    io:format(user, "partitions: ~b (Mnesia split on both nodes in ~b), inside an operation ~b, "
-              "right after one returned ~b, during recovery ~b; acknowledgements given up by "
-              "the heals (the thrown-away side's, after the cut): ~b~n",
-              [length(Parts), length([P || #{split := true} = P <- Parts]),
-               length([P || #{where := {step, _, _, _}} = P <- Parts]),
-               length([P || #{where := {leave, _, _}} = P <- Parts]),
-               length([P || #{where := {recovery, _, _}} = P <- Parts]), Excluded]),
-    lists:foreach(
-      fun(Tab) ->
-              T = atom_to_list(Tab),
-              InTab = lists:foldl(fun(#{where := {step, T2, _, S}}, Acc) when T2 =:= T ->
-                                          maps:update_with(S, fun(C) -> C + 1 end, 1, Acc);
-                                     (_, Acc) -> Acc
-                                  end, #{}, Kills),
-              Cs = [C || #{tab := T2} = C <- Checks, T2 =:= Tab],
-              Sum = fun(K) -> lists:sum([maps:get(K, C) || C <- Cs]) end,
-              io:format(user, "~-13s checks=~b records_checked=~b lost_or_wrong ours=~b "
-                        "control=~b dup=~b misplaced=~b orphans=~b journal_left=~b "
-                        "structure=~b disagree=~b | kills inside: ~s~n",
-                        [Tab, length(Cs), Sum(checked), Sum(ours), Sum(control_lost),
-                         Sum(duplicates), Sum(misplaced), Sum(orphans), Sum(journal_left),
-                         length([C || #{structure := [_ | _]} = C <- Cs]),
-                         length([C || #{disagree := true} = C <- Cs]), fmt_counts(InTab)]),
-              [io:format(user, "  run ~b: ours ~0p, control ~0p; faults ~0p~n",
-                         [R, OK, CK, maps:get(faults, C, [])])
-               || #{run := R, ours_keys := OK, control_keys := CK} = C <- Cs, OK ++ CK =/= []]
-      end, ?NODE:tables()).
-
-fmt_counts(M) ->
-    lists:join(", ", [io_lib:format("~s ~b", [K, V]) || {K, V} <- lists:sort(maps:to_list(M))]).

@@ -32,7 +32,10 @@ two_node_test_() ->
        {timeout, ?T, {"a fragment number used again: the old fragment's records in the "
                       "other node's log stay out of the new one", fun reused_number/0}},
        {timeout, ?T, {"keys deleted while an add copies stay deleted (fragments on two "
-                      "nodes, one transaction per layout)", fun deleted_while_copying/0}}]).
+                      "nodes, one transaction per layout)", fun deleted_while_copying/0}},
+       {timeout, ?T, {"Mnesia stopped on a node that holds nothing of the table: add, "
+                      "relieve and del go on; one that holds a copy is named in the refusal",
+                      fun stopped_elsewhere/0}}]).
 
 two_node_tests() ->
     {timeout, ?T * 4,
@@ -113,6 +116,37 @@ case_(Mod, Op, Step, Victim, Copies) ->
     {atomic, ok} = rpc:call(Alive, fraghash_frag, case Op of add -> add_frag; del -> del_frag end,
                             case Op of add -> [Tab, [A, B]]; del -> [Tab] end, 60000),
     check_both(Tab, A, B, {again, Where}),
+    kill([A, B]).
+
+%% Mnesia stopped on B, whose VM runs on, while A grows and shrinks a
+%% table held on A alone (a table with copies on B is refused): the journal (a copy on every disc node) is made
+%% durable where Mnesia runs, and B loads it from A when it starts.
+stopped_elsewhere() ->
+    #{a := A, b := B} = pair("stopped_" ++ os:getpid(), []),
+    Tab = two_stopped,
+    {atomic, ok} =
+        rpc:call(A, mnesia, create_table,
+                 [Tab, [{attributes, [key, val]},
+                        {frag_properties, [{n_fragments, 3}, {hash_module, mnesia_frag_slots},
+                                           {node_pool, [A]}, {n_disc_copies, 1}]}]]),
+    ok = rpc:call(A, fraghash_test_support, fill, [Tab, lists:seq(1, 500), fun(K) -> K end]),
+    ok = rpc:call(A, fraghash_frag, recover, []),
+    %% A table with copies on B too is refused, naming B.
+    Both = two_stopped_both,
+    ok = frag_table(A, B, Both, mnesia_frag_slots, 1, 100),
+    stopped = rpc:call(B, mnesia, stop, []),
+    {aborted, {fraghash, holders_not_running, Text}} =
+        rpc:call(A, fraghash_frag, add_frag, [Both, [A]], 60000),
+    ?assertNotEqual(nomatch, string:find(Text, atom_to_list(B))),
+    ?assertEqual({atomic, ok}, rpc:call(A, fraghash_frag, add_frag, [Tab, [A]], 60000)),
+    ?assertEqual({atomic, ok}, rpc:call(A, fraghash_frag, relieve, [Tab, [A], 1], 60000)),
+    ?assertEqual({atomic, ok}, rpc:call(A, fraghash_frag, del_frag, [Tab], 60000)),
+    ok = rpc:call(B, mnesia, start, []),
+    ok = rpc:call(B, mnesia, wait_for_tables, [[fraghash_journal], 30000]),
+    ?assertEqual([], rpc:call(B, fraghash_journal, pending, [])),
+    Read = fun() -> [mnesia:read(Tab, K) || K <- lists:seq(1, 500)] end,
+    ?assertEqual([[{Tab, K, K}] || K <- lists:seq(1, 500)],
+                 rpc:call(B, mnesia, activity, [async_dirty, Read, [], mnesia_frag])),
     kill([A, B]).
 
 %% A fragment number used again, on two nodes: a del drops fragment 4,
