@@ -15,8 +15,9 @@
 //! library, so there this hook sees only the NIF's panics.)
 
 use std::cell::Cell;
+use std::ops::Deref;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Once;
 
 use super::DbError;
@@ -76,6 +77,56 @@ pub fn guarded<T>(path: &Path, f: impl FnOnce() -> Result<T, DbError>) -> Result
             reason: format!("redb failed on it: {}", panic_message(&*payload)),
         })
     })
+}
+
+/// A redb database whose drop runs guarded. Dropping a database closes it,
+/// and redb commits then: on some damaged files that commit panics, after
+/// every call had returned its error. A drop has no caller to tell, so
+/// the panic is swallowed, silently. The [`super::Db`] holds it last, so
+/// that its read transactions are gone when it closes (redb closes a
+/// database when the last of them goes, and that drop is not guarded).
+pub(super) struct QuietClose {
+    /// Always `Some` until the drop or [`QuietClose::into_inner`] takes it.
+    db: Option<redb::Database>,
+    path: PathBuf,
+}
+
+impl QuietClose {
+    /// Wraps `db`, the database in file `path`.
+    pub(super) fn new(db: redb::Database, path: &Path) -> QuietClose {
+        QuietClose {
+            db: Some(db),
+            path: path.to_path_buf(),
+        }
+    }
+
+    /// The database, to close it and hear how that went.
+    pub(super) fn into_inner(mut self) -> redb::Database {
+        self.db
+            .take()
+            .expect("only the drop and into_inner take it")
+    }
+}
+
+impl Deref for QuietClose {
+    type Target = redb::Database;
+
+    fn deref(&self) -> &redb::Database {
+        self.db
+            .as_ref()
+            .expect("only the drop and into_inner take it")
+    }
+}
+
+impl Drop for QuietClose {
+    fn drop(&mut self) {
+        if let Some(db) = self.db.take() {
+            let _ = guarded(&self.path, || {
+                drop(db);
+                Ok(())
+            });
+        }
+    }
 }
 
 #[cfg(test)]

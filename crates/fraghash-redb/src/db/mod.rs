@@ -202,7 +202,6 @@ impl Op<'_> {
 /// A database file open for reading and writing (see the [module
 /// documentation](self)).
 pub struct Db {
-    db: redb::Database,
     path: PathBuf,
     /// The writer lock (see [`write`](self::write)).
     writer: Mutex<Writer>,
@@ -223,6 +222,9 @@ pub struct Db {
     room_low: AtomicBool,
     /// What reads see: the memtable's layers and redb's state under them.
     view: RwLock<View>,
+    /// Last, so that it drops after the read transactions of `view` (see
+    /// [`guard::QuietClose`]).
+    db: guard::QuietClose,
 }
 
 impl std::fmt::Debug for Db {
@@ -369,7 +371,7 @@ impl Db {
         let room_low = AtomicBool::new(log.low_room());
         let base = read::Base::open(&db, path)?;
         let db = Db {
-            db,
+            db: guard::QuietClose::new(db, path),
             path: path.to_path_buf(),
             writer: Mutex::new(Writer::new(log)),
             flushed: Condvar::new(),

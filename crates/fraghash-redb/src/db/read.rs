@@ -5,7 +5,7 @@
 //! later batches, as an ets `select/3` continuation may.
 
 use std::collections::HashMap;
-use std::ops::Bound;
+use std::ops::{Bound, RangeBounds};
 use std::sync::{Arc, Mutex, RwLockReadGuard, RwLockWriteGuard};
 
 use redb::{ReadableDatabase, ReadableTableMetadata};
@@ -282,6 +282,12 @@ impl Db {
         if let Some(e) = failed.take() {
             return Err(e).at(&self.path);
         }
+        if !in_order(&items, range, direction) {
+            return Err(DbError::Corrupt {
+                path: self.path.clone(),
+                reason: format!("table {table:?} holds keys out of order (a damaged page)"),
+            });
+        }
         let more = items.len() > max;
         items.truncate(max);
         Ok(Chunk { items, more })
@@ -334,6 +340,19 @@ impl Db {
         tables.insert(name.to_owned(), Arc::clone(&table));
         Ok(table)
     }
+}
+
+/// Whether `items` keep to `range` and go strictly in `direction`. redb
+/// reads a damaged page's keys as they are, out of order too; a chunk
+/// ending on such a key would start the next one behind itself, and a
+/// walk by `next` would never end.
+fn in_order(items: &[Pair], range: (Bound<&[u8]>, Bound<&[u8]>), direction: Direction) -> bool {
+    let inside = items.iter().all(|(k, _)| range.contains(&k.as_slice()));
+    inside
+        && items.windows(2).all(|w| match direction {
+            Direction::Forward => w[0].0 < w[1].0,
+            Direction::Backward => w[0].0 > w[1].0,
+        })
 }
 
 /// What `view`'s layers say of `key` in table `table`, the active layer

@@ -212,7 +212,7 @@ impl Db {
         let synced = self.sync();
         let Db { db, path, .. } = self;
         synced?;
-        guarded(&path, || db.close().at(&path))
+        guarded(&path, || db.into_inner().close().at(&path))
     }
 
     /// The writer lock (see [`Writer`]). A panic while it was held leaves
