@@ -370,6 +370,15 @@ impl Fragment {
                     if h > r.end {
                         break;
                     }
+                    // redb reads a damaged page's keys as they are: one
+                    // behind the start would set the next batch behind
+                    // this one, and the move would never end.
+                    if h < r.start.max(from) {
+                        return Err(Error::Corrupt {
+                            path: p.clone(),
+                            reason: "a record's key is out of hash order".into(),
+                        });
+                    }
                     if let Some(b) = boundary {
                         if h != b {
                             break 'ranges;
