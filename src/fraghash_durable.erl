@@ -120,7 +120,9 @@ here_running(Tables) ->
     Local = [T || T <- Tables, lists:member(T, Here)],
     Storage = [mnesia:table_info(T, storage_type) || T <- Local],
     [ok = dets:sync(T) || {T, disc_only_copies} <- lists:zip(Local, Storage)],
-    case [A || {ext, A, fraghash_redb_copies} <- Storage] of
-        [] -> ok;
-        _ -> fraghash_redb_copies:sync()
-    end.
+    %% An external backend keeping copies here syncs them through its
+    %% module's sync/0, when it has one (`redb_copies' does).
+    Backends = lists:usort([Mod || {ext, _Alias, Mod} <- Storage]),
+    [ok = Mod:sync() || Mod <- Backends, code:ensure_loaded(Mod) =:= {module, Mod},
+                        erlang:function_exported(Mod, sync, 0)],
+    ok.

@@ -1,10 +1,12 @@
 %% @doc What a fragmented table looks like, for people and monitoring:
 %% records and bytes per fragment and how even they are
 %% ({@link distribution/1}), and the hash module, state and fragment count
-%% ({@link info/1}). Reads only; `fraghash_frag' offers both.
+%% ({@link info/1}), and whether every copy of each fragment holds the same
+%% records ({@link replicas/1}). Reads only; `fraghash_frag' offers the
+%% first two.
 -module(fraghash_frag_info).
 
--export([distribution/1, info/1, fragment_size/1]).
+-export([distribution/1, info/1, fragment_size/1, replicas/1, local_digest/1]).
 
 -include("fraghash.hrl").
 
@@ -119,6 +121,53 @@ fragment_info(I, Frag) ->
         end,
     #{fragment => I, table => Frag, records => Records, bytes => Bytes,
       storage => Storage, node => Node}.
+
+%% @doc Whether every copy of each fragment of `Tab' holds the same
+%% records: each node holding a copy counts its records and sums a hash of
+%% each (order does not count), reading its own copy. `ok', or `{error,
+%% {fraghash, replicas_differ, Text}, [{Fragment, [{Node, Records,
+%% Digest}]}]}' for the fragments whose copies differ, or `{error,
+%% {fraghash, node_unreachable, Text}}' for a holder that did not answer.
+%% For after a partition is healed, and any time the table is quiet: with
+%% writers going on, copies differ for the moment a commit takes to reach
+%% every one. O(records) on every holder.
+-spec replicas(atom()) -> ok | {error, term()} | {error, term(), list()}.
+replicas(Tab) ->
+    case table_hash(Tab) of
+        {error, _} = Error ->
+            Error;
+        {_Mod, _State, N} ->
+            Frags = [fraghash_tab:frag_name(Tab, I) || I <- lists:seq(1, N)],
+            Per = [{F, [{Node, rpc:call(Node, ?MODULE, local_digest, [F], 600000)}
+                        || Node <- lists:usort(mnesia:table_info(F, all_nodes))]}
+                   || F <- Frags],
+            Down = [{F, Node} || {F, Ds} <- Per, {Node, {badrpc, _}} <- Ds],
+            Differ = [{F, [{Node, C, D} || {Node, {C, D}} <- Ds]}
+                      || {F, Ds} <- Per, length(lists:usort([D || {_, D} <- Ds])) > 1],
+            if
+                Down =/= [] ->
+                    {error, {fraghash, node_unreachable,
+                             lists:flatten(io_lib:format("could not read ~0p", [Down]))}};
+                Differ =:= [] ->
+                    ok;
+                true ->
+                    {error, {fraghash, replicas_differ,
+                             lists:flatten(io_lib:format("the copies of ~0p of ~s differ: read "
+                                                         "each copy, keep the right records "
+                                                         "and write them again",
+                                                         [[F || {F, _} <- Differ], Tab]))},
+                     Differ}
+            end
+    end.
+
+%% @doc This node's copy of `Frag': `{Records, Digest}', the digest the
+%% sum of a hash of each record (so the same for the same records in any
+%% order).
+-spec local_digest(atom()) -> {non_neg_integer(), non_neg_integer()}.
+local_digest(Frag) ->
+    Fold = fun(Rec, {C, D}) -> {C + 1, (D + erlang:phash2(Rec, 1 bsl 32)) band (1 bsl 64 - 1)} end,
+    mnesia:activity(async_dirty, fun() -> mnesia:foldl(Fold, {0, 0}, Frag) end, [],
+                    mnesia).
 
 %% The table's hash, for inspection: a table that is not fragmented is
 %% one fragment of its own (`{none, none, 1}'); a missing one an error

@@ -113,4 +113,15 @@ remove_leftover_files(Frag) ->
 remove_local_leftovers(Frag) ->
     Dir = mnesia:system_info(directory),
     [_ = file:delete(filename:join(Dir, atom_to_list(Frag) ++ Ext)) || Ext <- ?FILE_EXTS],
-    fraghash_redb_copies:forget(Frag).
+    %% What an external backend keeps of the table outside Mnesia's files:
+    %% through its module's forget/1, when it has one (`redb_copies' does).
+    Backends = lists:usort([Mod || {_Alias, Mod} <- backend_modules()]),
+    [ok = Mod:forget(Frag) || Mod <- Backends,
+                              code:ensure_loaded(Mod) =:= {module, Mod},
+                              erlang:function_exported(Mod, forget, 1)],
+    ok.
+
+%% The schema's external backend types, `{Alias, Module}'.
+backend_modules() ->
+    Props = mnesia:table_info(schema, user_properties),
+    proplists:get_value(mnesia_backend_types, Props, []).

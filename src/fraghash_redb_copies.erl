@@ -124,8 +124,8 @@
          fixtable/3, validate_key/6, validate_record/6, index_is_consistent/3,
          is_index_consistent/2]).
 
-%% Records read per chunk by select and loading; bounds a reader's memory.
--define(CHUNK, 500).
+%% Records read per chunk by select and loading (fraghash_redb_select owns the figure).
+-define(CHUNK, (fraghash_redb_select:chunk())).
 -define(INFO, (fraghash_redb_admin:info_table())).
 -define(ALIAS, redb_copies).
 
@@ -154,10 +154,14 @@ register(Alias) ->
 %% @doc Syncs the node's database: every write that returned survives a
 %% crash of the operating system or a power cut too (with the default
 %% `redb_durability' of `logged', writes are synced within `redb_sync_ms'
-%% anyway; with `immediate', this changes nothing).
+%% anyway; with `immediate', this changes nothing). With {@link forget/1},
+%% one of the two hooks by which the growth path reaches a backend's
+%% storage: its durability step (`fraghash_durable') calls `sync/0' of
+%% every external backend holding copies on the node that exports it, and
+%% recovery `forget/1' of every backend of the schema that exports it.
 -spec sync() -> ok.
 sync() ->
-    ok = check(fraghash_redb_nif:sync(fraghash_redb_db:handle())).
+    ok = fraghash_redb_nif:check(fraghash_redb_nif:sync(fraghash_redb_db:handle())).
 
 %% @doc Opens this node's database with its log repaired, with Mnesia
 %% stopped on this node, and says what it dropped. For a node whose Mnesia
@@ -276,7 +280,7 @@ forget(Tab) ->
         false ->
             ok;
         true ->
-            {ok, Stored} = check(fraghash_redb_nif:tables(fraghash_redb_db:handle())),
+            {ok, Stored} = fraghash_redb_nif:check(fraghash_redb_nif:tables(fraghash_redb_db:handle())),
             [ok = delete_table(?ALIAS, Tag) || {_Name, Props} <- Stored, Props =/= <<>>,
                                                 Tag <- [binary_to_term(Props)],
                                                 stored_for(Tag) =:= Tab],
@@ -294,15 +298,15 @@ delete_table(_Alias, Tab) ->
     case fraghash_redb_nif:delete_table(fraghash_redb_db:handle(), name(Tab)) of
         ok -> ok;
         {error, {no_such_table, _}} -> ok;
-        Error -> check(Error)
+        Error -> fraghash_redb_nif:check(Error)
     end.
 
 %% @private
 info(_Alias, Tab, size) ->
-    {ok, N} = check(fraghash_redb_nif:size(fraghash_redb_db:handle(), name(Tab))),
+    {ok, N} = fraghash_redb_nif:check(fraghash_redb_nif:size(fraghash_redb_db:handle(), name(Tab))),
     N;
 info(_Alias, Tab, memory) ->
-    {ok, Bytes} = check(fraghash_redb_nif:stored_bytes(fraghash_redb_db:handle(), name(Tab))),
+    {ok, Bytes} = fraghash_redb_nif:check(fraghash_redb_nif:stored_bytes(fraghash_redb_db:handle(), name(Tab))),
     Bytes;
 info(_Alias, _Tab, _Item) ->
     undefined.
@@ -352,7 +356,7 @@ insert(_Alias, Tab, Obj) ->
 
 %% @private
 delete(_Alias, Tab, Key) ->
-    case {fraghash_redb_commit:replaying(Tab), key_bin(Key)} of
+    case {fraghash_redb_commit:replaying(Tab), fraghash_redb_nif:key_bin(Key)} of
         {false, {ok, K}} -> fraghash_redb_commit:commit(Tab, [{delete, name(Tab), K}]);
         _ -> ok
     end.
@@ -380,9 +384,9 @@ delete_matching({Recs, Cont}, Tab) ->
 
 %% @private
 lookup(_Alias, Tab, Key) ->
-    case key_bin(Key) of
+    case fraghash_redb_nif:key_bin(Key) of
         {ok, K} ->
-            case check(fraghash_redb_nif:get(fraghash_redb_db:handle(), name(Tab), K)) of
+            case fraghash_redb_nif:check(fraghash_redb_nif:get(fraghash_redb_db:handle(), name(Tab), K)) of
                 {ok, V} -> [binary_to_term(V)];
                 not_found -> []
             end;
@@ -417,7 +421,7 @@ slot(_Alias, _Tab, _Pos) ->
 
 slot_walk(Name, Start, Pos) ->
     Db = fraghash_redb_db:handle(),
-    case check(fraghash_redb_nif:chunk(Db, Name, Start, forward, ?CHUNK)) of
+    case fraghash_redb_nif:check(fraghash_redb_nif:chunk(Db, Name, Start, forward, ?CHUNK)) of
         {ok, Items, _} when length(Items) > Pos ->
             {_, V} = lists:nth(Pos + 1, Items),
             [binary_to_term(V)];
@@ -431,7 +435,7 @@ slot_walk(Name, Start, Pos) ->
 %% @private Raises `badarg' (an `error', which Mnesia catches to write the
 %% record itself) when there is no record or no integer in position 3.
 update_counter(Alias, Tab, Key, Incr) when is_integer(Incr) ->
-    case {fraghash_redb_commit:replaying(Tab), key_bin(Key)} of
+    case {fraghash_redb_commit:replaying(Tab), fraghash_redb_nif:key_bin(Key)} of
         {true, _} ->
             %% The replay's increment is in the table already.
             case lookup(Alias, Tab, Key) of
@@ -473,7 +477,7 @@ index_is_consistent(_Alias, Tag, Bool) when is_boolean(Bool) ->
 %% @private
 is_index_consistent(_Alias, Tag) ->
     ok = fraghash_redb_admin:ensure_info(),
-    case check(fraghash_redb_nif:get(fraghash_redb_db:handle(), ?INFO, info_key(Tag))) of
+    case fraghash_redb_nif:check(fraghash_redb_nif:get(fraghash_redb_db:handle(), ?INFO, info_key(Tag))) of
         {ok, V} -> binary_to_term(V);
         not_found -> false
     end.
@@ -521,7 +525,7 @@ ensure_table(Tab) ->
                                         term_to_binary(Tab)) of
         ok -> ok;
         {error, {table_exists, _}} -> ok;
-        Error -> check(Error)
+        Error -> fraghash_redb_nif:check(Error)
     end.
 
 put_op(Name, Pos, Obj) ->
@@ -531,29 +535,17 @@ order_key(Key) ->
     fraghash_redb_nif:order_key(Key).
 
 %% A key that cannot be stored cannot be in the table either.
-key_bin(Key) ->
-    try {ok, fraghash_redb_nif:order_key(Key)}
-    catch error:{fraghash_redb, _, _} -> none
-    end.
-
 key_of(Tab, {ok, _K, V}) -> element(keypos(Tab), binary_to_term(V));
 key_of(_Tab, '$end_of_table') -> '$end_of_table';
-key_of(_Tab, Error) -> check(Error).
+key_of(_Tab, Error) -> fraghash_redb_nif:check(Error).
 
 %% A pattern every record of the table matches.
 wild('_', _Pos) -> true;
 wild(Pat, Pos) when is_tuple(Pat) ->
     lists:all(fun({I, E}) -> E =:= '_' orelse (I =:= 1 andalso Pos =/= 1 andalso is_atom(E)
-                                                andalso not is_var(E)) end,
+                                                andalso not fraghash_redb_select:is_var(E)) end,
               lists:zip(lists:seq(1, tuple_size(Pat)), tuple_to_list(Pat)));
 wild(_, _) -> false.
-
-%% A match spec variable ('$1', '$2', ...).
-is_var(A) ->
-    case atom_to_list(A) of
-        [$$ | Digits] when Digits =/= [] -> lists:all(fun(C) -> C >= $0 andalso C =< $9 end, Digits);
-        _ -> false
-    end.
 
 %% A failed write outside a commit (loading a copy, the table of index
 %% states) is logged as an error and raised: Mnesia's loader reports it.
@@ -567,5 +559,3 @@ write(Ops) ->
             erlang:error({fraghash_redb, Kind, Msg})
     end.
 
-check({error, {Kind, Msg}}) -> erlang:error({fraghash_redb, Kind, Msg});
-check(Other) -> Other.

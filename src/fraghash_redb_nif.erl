@@ -29,7 +29,7 @@
          write/3, sync/1, flush/1, wants_flush/1, get/3, first/2, last/2, next/3, prev/3,
          chunk/5, records/5, size/2, stored_bytes/2, log_repairs/1, has_room/1,
          reopen/1]).
--export([load_status/0]).
+-export([load_status/0, key_bin/1, check/1]).
 
 -on_load(init/0).
 
@@ -214,3 +214,17 @@ has_room(_Db) -> ?NIF.
 %% the database stays closed.
 -spec reopen(db()) -> ok | error().
 reopen(_Db) -> ?NIF.
+
+%% @doc `{ok, OrderKey}' of `Key', or `none' for a key that cannot be
+%% stored (so cannot be in a table either).
+-spec key_bin(term()) -> {ok, binary()} | none.
+key_bin(Key) ->
+    try {ok, order_key(Key)}
+    catch error:{fraghash_redb, _, _} -> none
+    end.
+
+%% @doc A database call's answer as it is, or raises `{fraghash_redb,
+%% Kind, Message}' for `{error, {Kind, Message}}'.
+-spec check(T) -> T.
+check({error, {Kind, Msg}}) -> erlang:error({fraghash_redb, Kind, Msg});
+check(Other) -> Other.

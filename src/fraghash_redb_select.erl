@@ -17,7 +17,7 @@
 %% to all clauses is read.</li>
 %% <li>`scan' otherwise: the whole table.</li>
 %% </ul>
-%% Scans read chunks of {@link fraghash_redb_copies:chunk/0} records; a
+%% Scans read chunks of {@link chunk/0} records; a
 %% range starts with 16 and grows the chunk fourfold up to that size. The
 %% compiled match spec runs on each record, except when its first clause
 %% returns every record as it is (`{'_', [], ['$_']}', `{'$1', [], ['$1']}'):
@@ -32,7 +32,11 @@
 %% and the records between them.
 -module(fraghash_redb_select).
 
--export([select/4, select/1, repair_continuation/2, plan/2]).
+-export([select/4, select/1, repair_continuation/2, plan/2, chunk/0, is_var/1]).
+
+%% Records read per chunk by a scan and by loading a copy; bounds a
+%% reader's memory.
+-define(CHUNK, 500).
 
 %% The first chunk of a range: most ranges (an index value, a key's
 %% leading part) hold a few records, and a chunk reads its records' values
@@ -40,7 +44,7 @@
 -define(FIRST_RANGE_CHUNK, 16).
 
 -record(sel, {name, keypos, ms, cms, limit, prefix = <<>>, start = edge, pending = [],
-              chunk = fraghash_redb_copies:chunk()}).
+              chunk = ?CHUNK}).
 
 %% @doc Up to `Limit' (`infinity' for all) matches of `MS' in table `Name'
 %% (records keyed in position `KeyPos'), and a continuation; or
@@ -125,6 +129,12 @@ ground(T) when is_tuple(T) -> ground(tuple_to_list(T));
 ground(M) when is_map(M) -> ground(maps:to_list(M));
 ground(_) -> true.
 
+%% @doc Records read per chunk by a scan (and by loading a copy).
+-spec chunk() -> pos_integer().
+chunk() -> ?CHUNK.
+
+%% @doc Whether atom `A' is a match spec variable (`'$1'', `'$2'', ...).
+-spec is_var(atom()) -> boolean().
 is_var(A) ->
     case atom_to_list(A) of
         [$$ | Digits] when Digits =/= [] -> lists:all(fun(C) -> C >= $0 andalso C =< $9 end, Digits);
@@ -197,9 +207,9 @@ from_pending(#sel{pending = P, limit = L} = S) ->
 %% In key order, as a scan would give them.
 matches_of_keys(#sel{name = Name, cms = CMS}, Keys) ->
     Db = fraghash_redb_db:handle(),
-    KBs = lists:usort([K || {ok, K} <- [key_bin(Key) || Key <- Keys]]),
+    KBs = lists:usort([K || {ok, K} <- [fraghash_redb_nif:key_bin(Key) || Key <- Keys]]),
     Recs = [binary_to_term(V) || K <- KBs,
-                                 {ok, V} <- [check(fraghash_redb_nif:get(Db, Name, K))]],
+                                 {ok, V} <- [fraghash_redb_nif:check(fraghash_redb_nif:get(Db, Name, K))]],
     matches(Recs, CMS).
 
 %% Chunks from S#sel.start until Limit matches, the end of the table or
@@ -209,7 +219,7 @@ scan(#sel{name = Name, start = Start, limit = Limit, cms = CMS, prefix = Prefix,
           chunk = Chunk, keypos = KeyPos} = S, Acc, N) ->
     Db = fraghash_redb_db:handle(),
     {ok, Vals, LastKey, More, Undecoded} =
-        check(fraghash_redb_nif:records(Db, Name, Prefix, Start, Chunk)),
+        fraghash_redb_nif:check(fraghash_redb_nif:records(Db, Name, Prefix, Start, Chunk)),
     case run(records(Vals, Undecoded), CMS, Acc, N, Limit) of
         {Acc2, _N2, all} when More =:= done, Acc2 =:= [] ->
             '$end_of_table';
@@ -217,7 +227,7 @@ scan(#sel{name = Name, start = Start, limit = Limit, cms = CMS, prefix = Prefix,
             {lists:reverse(Acc2), S#sel{start = done}};
         {Acc2, N2, all} ->
             S2 = S#sel{start = {'after', LastKey},
-                       chunk = min(Chunk * 4, fraghash_redb_copies:chunk())},
+                       chunk = min(Chunk * 4, ?CHUNK)},
             case is_integer(Limit) andalso N2 >= Limit of
                 true -> {lists:reverse(Acc2), S2};
                 false -> scan(S2, Acc2, N2)
@@ -260,10 +270,3 @@ one_by_one([R | Rest], CMS, Acc, N, Limit) ->
         false -> one_by_one(Rest, CMS, Acc2, N2, Limit)
     end.
 
-key_bin(Key) ->
-    try {ok, fraghash_redb_nif:order_key(Key)}
-    catch error:{fraghash_redb, _, _} -> none
-    end.
-
-check({error, {Kind, Msg}}) -> erlang:error({fraghash_redb, Kind, Msg});
-check(Other) -> Other.

@@ -34,10 +34,16 @@ replica_test_() ->
                     fun() -> replica(Way, Db) end}}
      || {Way, Db} <- Ways].
 
+frag_test_() ->
+    [{timeout, ?T, {"a fragmented redb_copies table in one call: 6 fragments, 2 copies each "
+                    "over two nodes", fun frag_create/0}}].
+
 fallback_test_() ->
     [{timeout, ?T, {"install_fallback of a backup, then a restart: the backup's records, "
                     "and Mnesia starts", fun fallback/0}},
-     {timeout, ?T, {"restore/2 with recreate_tables and keep_tables", fun restore/0}}].
+     {timeout, ?T, {"restore/2 with recreate_tables and keep_tables", fun restore/0}},
+     {timeout, ?T, {"restore/2 of a table with copies on two nodes, and install_fallback "
+                    "on both", fun restore_two/0}}].
 
 %%% Replicas
 
@@ -104,6 +110,49 @@ fill(N, Tab) ->
                             [fun() -> [ok = mnesia:write({Tab, K, K * 2})
                                        || K <- lists:seq(1, ?BEFORE)], ok end]).
 
+%%% A fragmented table in one call
+
+frag_create() ->
+    [A, B] = cluster("frag_create", 2),
+    {atomic, ok} = rpc:call(A, fraghash_redb_copies, register, []),
+    Props = [{n_fragments, 6}, {node_pool, [A, B]}, {n_redb_copies, 2},
+             {hash_module, mnesia_frag_slots}],
+    {atomic, ok} = rpc:call(A, fraghash_frag_create, create_table,
+                            [u, [{attributes, [id, name]}, {frag_properties, Props}]], 120000),
+    Frags = rpc:call(B, mnesia, activity,
+                     [async_dirty, fun() -> mnesia:table_info(u, frag_names) end, [], mnesia_frag]),
+    ?assertEqual(6, length(Frags)),
+    [?assertEqual({F, [{{redb_copies, fraghash_redb_copies}, lists:sort([A, B])}]},
+                  {F, [{Type, lists:sort(Ns)}
+                       || {Type, Ns} <- rpc:call(A, mnesia, table_info, [F, external_copies])]})
+     || F <- Frags],
+    [?assertEqual({F, []}, {F, rpc:call(A, mnesia, table_info, [F, disc_copies])}) || F <- Frags],
+    Write = fun() -> [mnesia:write({u, I, I}) || I <- lists:seq(1, 600)], ok end,
+    ok = rpc:call(A, mnesia, activity, [sync_transaction, Write, [], mnesia_frag]),
+    Read = fun() -> [mnesia:read(u, I) || I <- lists:seq(1, 600)] end,
+    ?assertEqual([[{u, I, I}] || I <- lists:seq(1, 600)],
+                 rpc:call(B, mnesia, activity, [async_dirty, Read, [], mnesia_frag])),
+    %% Even: every fragment holds some of the records.
+    Sizes = [rpc:call(B, mnesia, table_info, [F, size]) || F <- Frags],
+    ?assertEqual(600, lists:sum(Sizes)),
+    ?assert(lists:min(Sizes) > 50),
+    %% Every copy of every fragment holds the same records; a record
+    %% written into one copy alone is found.
+    ?assertEqual(ok, rpc:call(A, fraghash_frag_info, replicas, [u])),
+    [F1 | _] = Frags,
+    Stray = {u, 100000, stray},
+    ok = rpc:call(B, fraghash_redb_db, write,
+                  [[{put, <<"m:", (atom_to_binary(F1))/binary>>,
+                     rpc:call(B, fraghash_redb_nif, order_key, [100000]), term_to_binary(Stray)}]]),
+    ?assertMatch({error, {fraghash, replicas_differ, _}, [{F1, [_, _]}]},
+                 rpc:call(A, fraghash_frag_info, replicas, [u])),
+    %% Refusals leave nothing behind.
+    ?assertMatch({aborted, {fraghash, bad_frag_properties, _}},
+                 rpc:call(A, fraghash_frag_create, create_table,
+                          [v, [{frag_properties, [{n_redb_copies, 3}, {node_pool, [A, B]}]}]])),
+    ?assertNot(lists:member(v, rpc:call(A, mnesia, system_info, [tables]))),
+    stop_all([A, B]).
+
 %%% Backups
 
 fallback() ->
@@ -155,6 +204,38 @@ restore() ->
     ok = rpc:call(A, mnesia, wait_for_tables, [[r], 30000]),
     ?assertEqual(lists:sort([{r, later, 1} | Want]), Read()),
     stop_all([A]).
+
+%% A table with copies on A and B: a backup, changes, restore/2 with
+%% recreate_tables (both copies hold the backup's records), changes again,
+%% then install_fallback and a restart of both nodes.
+restore_two() ->
+    [A, B] = Nodes = cluster("restore_two", 2),
+    {atomic, ok} = rpc:call(A, fraghash_redb_copies, register, []),
+    {atomic, ok} = rpc:call(A, mnesia, create_table, [r2, [{redb_copies, Nodes}]]),
+    fill(A, r2),
+    Backup = filename:join(scratch(), "restore_two_" ++ os:getpid() ++ ".bup"),
+    ok = rpc:call(A, mnesia, backup, [Backup]),
+    Want = [{r2, K, K * 2} || K <- lists:seq(1, ?BEFORE)],
+    Local = fun(N) -> lists:sort(rpc:call(N, fraghash_redb_copies, select,
+                                           [redb_copies, r2, [{'_', [], ['$_']}]])) end,
+    Change = fun() ->
+                     {atomic, ok} = rpc:call(A, mnesia, sync_transaction,
+                                             [fun() -> mnesia:write({r2, later, 1}),
+                                                       mnesia:delete({r2, 1})
+                                              end])
+             end,
+    Change(),
+    {atomic, [r2]} = rpc:call(A, mnesia, restore, [Backup, [{recreate_tables, [r2]}]]),
+    [?assertEqual({N, Want}, {N, Local(N)}) || N <- Nodes],
+    Change(),
+    ok = rpc:call(A, mnesia, install_fallback, [Backup]),
+    [stopped = rpc:call(N, mnesia, stop, []) || N <- Nodes],
+    {Oks, []} = rpc:multicall(Nodes, mnesia, start, []),
+    [ok] = lists:usort(Oks),
+    [ok = rpc:call(N, mnesia, wait_for_tables, [[r2], 30000]) || N <- Nodes],
+    [?assertEqual({N, Want}, {N, Local(N)}) || N <- Nodes],
+    _ = B,
+    stop_all(Nodes).
 
 %%% Nodes
 

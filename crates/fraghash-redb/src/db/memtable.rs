@@ -15,7 +15,15 @@
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 
-use super::read::Direction;
+/// Which way a [`Db::chunk`](super::Db::chunk) (and a merge of layers)
+/// goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// Ascending keys.
+    Forward,
+    /// Descending keys.
+    Backward,
+}
 
 /// What a key holds in a layer: a value, or `None` (deleted).
 pub(super) type Change = Option<Vec<u8>>;

@@ -80,8 +80,9 @@ use error::At;
 pub use error::DbError;
 pub use guard::guarded;
 pub use log::LogRepair;
+pub use memtable::Direction;
 use read::View;
-pub use read::{Chunk, Direction, Start};
+pub use read::{Chunk, Start};
 use write::Writer;
 
 /// The longest table name, in bytes.

@@ -12,7 +12,7 @@ use redb::{ReadableDatabase, ReadableTableMetadata};
 
 use super::error::At;
 use super::guard::guarded;
-use super::memtable::{merge, Change, Layer, Stream};
+use super::memtable::{merge, Change, Direction, Layer, Stream};
 use super::{data_def, Db, DbError, DATA_PREFIX};
 
 type Table = redb::ReadOnlyTable<&'static [u8], &'static [u8]>;
@@ -52,15 +52,6 @@ impl Base {
             })
         })
     }
-}
-
-/// Which way a [`Db::chunk`] goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Direction {
-    /// Ascending keys.
-    Forward,
-    /// Descending keys.
-    Backward,
 }
 
 /// Where a [`Db::chunk`] starts.
