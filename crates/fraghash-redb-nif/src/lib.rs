@@ -41,12 +41,20 @@
 //! and `Message` a binary. Order keys raise `{fraghash_redb, Reason,
 //! Message}`, `Reason` one of `unsupported_key`, `key_too_large`,
 //! `too_deep`, `bad_term`. Arguments of the wrong type raise `badarg`.
-//! Nothing here panics on bad input, and rustler turns any panic into an
-//! Erlang exception, so no call can bring the VM down.
+//! Nothing here panics on bad input. redb panics on some damaged pages:
+//! the database calls turn any panic, redb's or this library's, into
+//! `{error, {corrupt, Message}}`, `Message` naming the file. rustler turns
+//! a panic anywhere else into an Erlang exception, so no call can bring
+//! the VM down; and the panic hook this library installs when it loads
+//! prints nothing (the library has its own copy of Rust's standard
+//! library, so the hook is its own), so no panic message or backtrace
+//! reaches the node's terminal.
 
 use std::sync::RwLock;
 
-use fraghash_redb::db::{Chunk, Db, DbError, Direction, Durability, Op, OpenOptions, Start};
+use fraghash_redb::db::{
+    guarded, Chunk, Db, DbError, Direction, Durability, Op, OpenOptions, Start,
+};
 use fraghash_redb::term::{order_key, TermError};
 use rustler::{Atom, Binary, Encoder, Env, Error, NewBinary, NifResult, ResourceArc, Term};
 
@@ -146,7 +154,8 @@ fn with_db<'a>(
     let guard = res.0.read().unwrap_or_else(|p| p.into_inner());
     match guard.as_ref() {
         None => closed(env),
-        Some(db) => f(db).unwrap_or_else(|e| db_error(env, &e)),
+        // A panic (redb's on a damaged page) is `{error, {corrupt, _}}`.
+        Some(db) => guarded(db.path(), || f(db)).unwrap_or_else(|e| db_error(env, &e)),
     }
 }
 
@@ -573,4 +582,13 @@ fn stored_bytes<'a>(
     table_figure(env, &db, tab, Db::stored_bytes)
 }
 
-rustler::init!("fraghash_redb_nif");
+/// At load: a panic hook that prints nothing. Every panic here is caught
+/// (by [`with_db`], or by rustler, which raises it in Erlang), and Rust's
+/// default hook would print its message, and with `RUST_BACKTRACE` a
+/// backtrace, on the node's terminal first.
+fn load(_env: Env, _info: Term) -> bool {
+    std::panic::set_hook(Box::new(|_| {}));
+    true
+}
+
+rustler::init!("fraghash_redb_nif", load = load);

@@ -330,7 +330,9 @@ impl Table {
     /// Checks the whole table: every record sits in the fragment the scheme
     /// names and its stored hash is right (so no key is in two fragments),
     /// the statistics match the records, and every file the manifest lists
-    /// is there and belongs to it. Waits for a migration in progress.
+    /// is there and belongs to it. Waits for a migration in progress. A
+    /// damaged fragment file ([`Error::is_damage`]) is a problem found,
+    /// naming the file; the other fragments are still checked.
     pub fn verify(&self) -> Result<VerifyReport> {
         let admin = lock_admin(&self.inner);
         let v = read(&self.inner.view);
@@ -368,10 +370,19 @@ impl Table {
                 ));
             }
             let id = i as u32;
-            let check = f.verify(|h| v.scheme.locate(h) == id)?;
+            let check = match f.verify(|h| v.scheme.locate(h) == id) {
+                Ok(check) => check,
+                // A damaged file is a problem found; the others are still checked.
+                Err(e) if e.is_damage() => {
+                    report.problems.push(format!("fragment {i}: {e}"));
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             report.records += check.records;
             for p in check.problems {
-                report.problems.push(format!("fragment {i}: {p}"));
+                let file = f.path.display();
+                report.problems.push(format!("fragment {i} ({file}): {p}"));
             }
         }
         Ok(report)

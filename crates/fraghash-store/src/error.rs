@@ -149,6 +149,15 @@ pub enum Error {
     /// An option given to `create` is invalid.
     #[error("invalid option: {0}")]
     InvalidOption(String),
+    /// A fragment's redb file is damaged: redb found it corrupt, or failed
+    /// on it (see [`Error::is_damage`]). Restore the file from a copy.
+    #[error("fragment file {path} is damaged: {reason}")]
+    Corrupt {
+        /// The damaged file.
+        path: PathBuf,
+        /// What redb found, or where it failed.
+        reason: String,
+    },
     /// An error inside a fragment's redb file.
     #[error("storage error in {path}: {source}")]
     Storage {
@@ -195,17 +204,36 @@ impl Error {
     /// A redb error on `path`, as [`Error::DiskFull`] when the disk is full.
     pub(crate) fn storage(path: &Path, source: impl Into<redb::Error>) -> Error {
         let source = source.into();
-        if let redb::Error::Io(e) = &source {
-            if io_is_full(e) {
+        match &source {
+            redb::Error::Io(e) if io_is_full(e) => {
                 return Error::DiskFull {
                     path: path.to_path_buf(),
                 };
             }
+            redb::Error::Corrupted(reason) => {
+                return Error::Corrupt {
+                    path: path.to_path_buf(),
+                    reason: reason.clone(),
+                };
+            }
+            _ => {}
         }
         Error::Storage {
             path: path.to_path_buf(),
             source,
         }
+    }
+
+    /// Whether this error reports a damaged file of the table: a damaged
+    /// fragment ([`Error::Corrupt`]) or manifest ([`Error::CorruptManifest`]),
+    /// or a fragment file that is not a readable redb file of this table
+    /// ([`Error::ForeignFragment`]). `fraghash table verify` reports these
+    /// as problems found.
+    pub fn is_damage(&self) -> bool {
+        matches!(
+            self,
+            Error::Corrupt { .. } | Error::CorruptManifest { .. } | Error::ForeignFragment { .. }
+        )
     }
 
     /// Whether this is [`Error::DiskFull`].

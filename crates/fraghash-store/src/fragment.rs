@@ -16,11 +16,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use fraghash::HashRange;
 use redb::{
-    Builder, Database, ReadOnlyTable, ReadableDatabase, ReadableTable, TableDefinition,
-    WriteTransaction,
+    Builder, ReadOnlyTable, ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction,
 };
 
 use crate::error::{Ctx, Error, IoCtx, Result};
+use crate::guard::{guarded, QuietClose};
 use crate::manifest::{sync_dir, FORMAT_VERSION};
 
 pub(crate) const RECORDS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("records");
@@ -151,7 +151,7 @@ pub(crate) struct Fragment {
     pub path: PathBuf,
     /// Its number in the manifest.
     pub file_no: u64,
-    db: Database,
+    db: QuietClose,
     records: AtomicU64,
     bytes: AtomicU64,
 }
@@ -176,6 +176,10 @@ fn identity(table_id: u64, file_no: u64) -> Vec<u8> {
 impl Fragment {
     /// Creates a new, empty fragment file (it must not exist).
     pub fn create(path: &Path, table_id: u64, file_no: u64) -> Result<Fragment> {
+        guarded(path, || Self::create_unguarded(path, table_id, file_no))
+    }
+
+    fn create_unguarded(path: &Path, table_id: u64, file_no: u64) -> Result<Fragment> {
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -199,7 +203,7 @@ impl Fragment {
         Ok(Fragment {
             path: path.to_path_buf(),
             file_no,
-            db,
+            db: QuietClose::new(db, path),
             records: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
         })
@@ -207,6 +211,12 @@ impl Fragment {
 
     /// Opens fragment `fragment`'s file, checking that it belongs here.
     pub fn open(path: &Path, table_id: u64, file_no: u64, fragment: u32) -> Result<Fragment> {
+        guarded(path, || {
+            Self::open_unguarded(path, table_id, file_no, fragment)
+        })
+    }
+
+    fn open_unguarded(path: &Path, table_id: u64, file_no: u64, fragment: u32) -> Result<Fragment> {
         let foreign = |reason: String| Error::ForeignFragment {
             fragment,
             path: path.to_path_buf(),
@@ -254,7 +264,7 @@ impl Fragment {
         Ok(Fragment {
             path: path.to_path_buf(),
             file_no,
-            db,
+            db: QuietClose::new(db, path),
             records: AtomicU64::new(records),
             bytes: AtomicU64::new(bytes),
         })
@@ -278,20 +288,22 @@ impl Fragment {
     /// The value of `key` (hash `h`).
     pub fn get(&self, h: u64, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let p = &self.path;
-        let txn = self.db.begin_read().at(p)?;
-        let t = txn.open_table(RECORDS).at(p)?;
-        // Short keys (the common case) are built on the stack.
-        let mut buf = [0u8; 128];
-        let heap;
-        let k: &[u8] = if key.len() <= 120 {
-            buf[..8].copy_from_slice(&h.to_be_bytes());
-            buf[8..8 + key.len()].copy_from_slice(key);
-            &buf[..8 + key.len()]
-        } else {
-            heap = record_key(h, key);
-            &heap
-        };
-        Ok(t.get(k).at(p)?.map(|g| g.value().to_vec()))
+        guarded(p, || {
+            let txn = self.db.begin_read().at(p)?;
+            let t = txn.open_table(RECORDS).at(p)?;
+            // Short keys (the common case) are built on the stack.
+            let mut buf = [0u8; 128];
+            let heap;
+            let k: &[u8] = if key.len() <= 120 {
+                buf[..8].copy_from_slice(&h.to_be_bytes());
+                buf[8..8 + key.len()].copy_from_slice(key);
+                &buf[..8 + key.len()]
+            } else {
+                heap = record_key(h, key);
+                &heap
+            };
+            Ok(t.get(k).at(p)?.map(|g| g.value().to_vec()))
+        })
     }
 
     /// Runs `f` on the records table in one write transaction, then writes
@@ -300,20 +312,22 @@ impl Fragment {
     /// committed.
     fn write_records<T>(&self, f: impl FnOnce(&mut RecordWrites<'_>) -> Result<T>) -> Result<T> {
         let p = &self.path;
-        let txn = self.db.begin_write().at(p)?;
-        let (out, deltas) = {
-            let mut w = RecordWrites {
-                table: txn.open_table(RECORDS).at(p)?,
-                deltas: Deltas::default(),
-                path: p,
+        guarded(p, || {
+            let txn = self.db.begin_write().at(p)?;
+            let (out, deltas) = {
+                let mut w = RecordWrites {
+                    table: txn.open_table(RECORDS).at(p)?,
+                    deltas: Deltas::default(),
+                    path: p,
+                };
+                let out = f(&mut w)?;
+                (out, w.deltas)
             };
-            let out = f(&mut w)?;
-            (out, w.deltas)
-        };
-        let totals = deltas.apply(&txn, p)?;
-        txn.commit().at(p)?;
-        self.account(totals);
-        Ok(out)
+            let totals = deltas.apply(&txn, p)?;
+            txn.commit().at(p)?;
+            self.account(totals);
+            Ok(out)
+        })
     }
 
     /// Applies writes in one transaction; returns, per op, whether the key
@@ -338,47 +352,58 @@ impl Fragment {
         dest: impl Fn(u64) -> Option<u32>,
     ) -> Result<MoveBatch> {
         let p = &self.path;
-        let txn = self.db.begin_read().at(p)?;
-        let t = txn.open_table(RECORDS).at(p)?;
-        let mut out = MoveBatch {
-            records: Vec::new(),
-            examined: 0,
-            next: None,
-        };
-        let mut boundary: Option<u64> = None;
-        'ranges: for r in ranges.iter().filter(|r| r.end >= from) {
-            let start = r.start.max(from).to_be_bytes();
-            for item in t.range::<&[u8]>(&start[..]..).at(p)? {
-                let (k, v) = item.at(p)?;
-                let kb = k.value();
-                let Some(h) = hash_of(kb) else { continue };
-                if h > r.end {
-                    break;
-                }
-                if let Some(b) = boundary {
-                    if h != b {
-                        break 'ranges;
+        guarded(p, || {
+            let txn = self.db.begin_read().at(p)?;
+            let t = txn.open_table(RECORDS).at(p)?;
+            let mut out = MoveBatch {
+                records: Vec::new(),
+                examined: 0,
+                next: None,
+            };
+            let mut boundary: Option<u64> = None;
+            'ranges: for r in ranges.iter().filter(|r| r.end >= from) {
+                let start = r.start.max(from).to_be_bytes();
+                for item in t.range::<&[u8]>(&start[..]..).at(p)? {
+                    let (k, v) = item.at(p)?;
+                    let kb = k.value();
+                    let Some(h) = hash_of(kb) else { continue };
+                    if h > r.end {
+                        break;
+                    }
+                    // redb reads a damaged page's keys as they are: one
+                    // behind the start would set the next batch behind
+                    // this one, and the move would never end.
+                    if h < r.start.max(from) {
+                        return Err(Error::Corrupt {
+                            path: p.clone(),
+                            reason: "a record's key is out of hash order".into(),
+                        });
+                    }
+                    if let Some(b) = boundary {
+                        if h != b {
+                            break 'ranges;
+                        }
+                    }
+                    out.examined += 1;
+                    if let Some(to) = dest(h) {
+                        out.records.push((
+                            to,
+                            Record {
+                                rkey: kb.to_vec(),
+                                value: v.value().to_vec(),
+                            },
+                        ));
+                    }
+                    if boundary.is_none()
+                        && (out.records.len() >= limit || out.examined >= 8 * limit as u64)
+                    {
+                        boundary = Some(h);
                     }
                 }
-                out.examined += 1;
-                if let Some(to) = dest(h) {
-                    out.records.push((
-                        to,
-                        Record {
-                            rkey: kb.to_vec(),
-                            value: v.value().to_vec(),
-                        },
-                    ));
-                }
-                if boundary.is_none()
-                    && (out.records.len() >= limit || out.examined >= 8 * limit as u64)
-                {
-                    boundary = Some(h);
-                }
             }
-        }
-        out.next = boundary.and_then(|b| b.checked_add(1));
-        Ok(out)
+            out.next = boundary.and_then(|b| b.checked_add(1));
+            Ok(out)
+        })
     }
 
     /// Writes moved records (overwriting: a re-run after a crash copies the
@@ -405,80 +430,86 @@ impl Fragment {
     /// Bytes per statistics bucket: `(bucket, records, bytes)`.
     pub fn buckets(&self) -> Result<Vec<(u32, u64, u64)>> {
         let p = &self.path;
-        let txn = self.db.begin_read().at(p)?;
-        let t = txn.open_table(BUCKETS).at(p)?;
-        let mut out = Vec::new();
-        for item in t.iter().at(p)? {
-            let (k, v) = item.at(p)?;
-            let (c, b) = v.value();
-            out.push((k.value(), c, b));
-        }
-        Ok(out)
+        guarded(p, || {
+            let txn = self.db.begin_read().at(p)?;
+            let t = txn.open_table(BUCKETS).at(p)?;
+            let mut out = Vec::new();
+            for item in t.iter().at(p)? {
+                let (k, v) = item.at(p)?;
+                let (c, b) = v.value();
+                out.push((k.value(), c, b));
+            }
+            Ok(out)
+        })
     }
 
     /// A read snapshot of the records table, for scans.
     pub fn snapshot(&self) -> Result<ReadOnlyTable<&'static [u8], &'static [u8]>> {
         let p = &self.path;
-        let txn = self.db.begin_read().at(p)?;
-        txn.open_table(RECORDS).at(p)
+        guarded(p, || {
+            let txn = self.db.begin_read().at(p)?;
+            txn.open_table(RECORDS).at(p)
+        })
     }
 
     /// Compacts the file; returns whether anything was reclaimed.
     pub fn compact(&mut self) -> Result<bool> {
         let p = self.path.clone();
-        self.db.compact().at(&p)
+        guarded(&p, || self.db.compact().at(&p))
     }
 
     /// Checks every record: its hash, its place (`belongs(h)`), and that the
     /// bucket table matches the records.
     pub fn verify(&self, belongs: impl Fn(u64) -> bool) -> Result<FragmentCheck> {
         let p = &self.path;
-        let txn = self.db.begin_read().at(p)?;
-        let t = txn.open_table(RECORDS).at(p)?;
-        let mut check = FragmentCheck::default();
-        let mut tally: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
-        let (mut misplaced, mut bad) = (0u64, 0u64);
-        for item in t.iter().at(p)? {
-            let (k, v) = item.at(p)?;
-            let kb = k.value();
-            check.records += 1;
-            let Some(h) = hash_of(kb) else {
-                bad += 1;
-                continue;
-            };
-            if fraghash::key_hash(&kb[8..]) != h {
-                bad += 1;
-                continue;
+        guarded(p, || {
+            let txn = self.db.begin_read().at(p)?;
+            let t = txn.open_table(RECORDS).at(p)?;
+            let mut check = FragmentCheck::default();
+            let mut tally: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+            let (mut misplaced, mut bad) = (0u64, 0u64);
+            for item in t.iter().at(p)? {
+                let (k, v) = item.at(p)?;
+                let kb = k.value();
+                check.records += 1;
+                let Some(h) = hash_of(kb) else {
+                    bad += 1;
+                    continue;
+                };
+                if fraghash::key_hash(&kb[8..]) != h {
+                    bad += 1;
+                    continue;
+                }
+                if !belongs(h) {
+                    misplaced += 1;
+                }
+                let e = tally.entry(bucket_of(h)).or_default();
+                e.0 += 1;
+                e.1 += (kb.len() - 8 + v.value().len()) as u64;
             }
-            if !belongs(h) {
-                misplaced += 1;
+            if bad > 0 {
+                check
+                    .problems
+                    .push(format!("{bad} records whose stored hash is wrong"));
             }
-            let e = tally.entry(bucket_of(h)).or_default();
-            e.0 += 1;
-            e.1 += (kb.len() - 8 + v.value().len()) as u64;
-        }
-        if bad > 0 {
-            check
-                .problems
-                .push(format!("{bad} records whose stored hash is wrong"));
-        }
-        if misplaced > 0 {
-            check.problems.push(format!(
-                "{misplaced} records that the scheme places in another fragment"
-            ));
-        }
-        let b = txn.open_table(BUCKETS).at(p)?;
-        let mut stored: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
-        for item in b.iter().at(p)? {
-            let (k, v) = item.at(p)?;
-            stored.insert(k.value(), v.value());
-        }
-        if stored != tally {
-            check
-                .problems
-                .push("the bucket statistics do not match the records".into());
-        }
-        Ok(check)
+            if misplaced > 0 {
+                check.problems.push(format!(
+                    "{misplaced} records that the scheme places in another fragment"
+                ));
+            }
+            let b = txn.open_table(BUCKETS).at(p)?;
+            let mut stored: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+            for item in b.iter().at(p)? {
+                let (k, v) = item.at(p)?;
+                stored.insert(k.value(), v.value());
+            }
+            if stored != tally {
+                check
+                    .problems
+                    .push("the bucket statistics do not match the records".into());
+            }
+            Ok(check)
+        })
     }
 }
 

@@ -66,6 +66,7 @@ mod admin;
 mod error;
 pub mod failpoint;
 mod fragment;
+mod guard;
 mod manifest;
 pub mod migration;
 mod open;

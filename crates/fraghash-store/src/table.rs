@@ -10,6 +10,7 @@ use redb::ReadOnlyTable;
 
 use crate::error::{Ctx, Error, Result};
 use crate::fragment::{Fragment, WriteOp};
+use crate::guard::guarded;
 use crate::manifest::{DirLock, Manifest};
 use crate::migration::{read, write, View};
 use crate::{MigrationProgress, MigrationReport, MAX_KEY_LEN, MAX_VALUE_LEN};
@@ -475,7 +476,8 @@ impl Table {
 type Snapshot = ReadOnlyTable<&'static [u8], &'static [u8]>;
 type Records = redb::Range<'static, &'static [u8], &'static [u8]>;
 
-/// The iterator [`Table::scan`] returns: `(key, value)` pairs.
+/// The iterator [`Table::scan`] returns: `(key, value)` pairs. It ends
+/// after its first error.
 pub struct Scan {
     tables: Vec<(Arc<Fragment>, Snapshot)>,
     current: Option<(PathBuf, Records)>,
@@ -495,20 +497,52 @@ impl Iterator for Scan {
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             if let Some((path, range)) = &mut self.current {
-                match range.next() {
+                let item = guarded(path, || match range.next() {
                     Some(Ok((k, v))) => {
                         let k = k.value();
-                        return Some(Ok((k.get(8..).unwrap_or(&[]).to_vec(), v.value().to_vec())));
+                        Ok(Some((
+                            k.get(8..).unwrap_or(&[]).to_vec(),
+                            v.value().to_vec(),
+                        )))
                     }
-                    Some(Err(e)) => return Some(Err(Error::storage(path, e))),
-                    None => self.current = None,
+                    Some(Err(e)) => Err(Error::storage(path, e)),
+                    None => Ok(None),
+                });
+                match item {
+                    Ok(Some(record)) => return Some(Ok(record)),
+                    Ok(None) => self.current = None,
+                    Err(e) => return Some(Err(self.end(e))),
                 }
             }
             let (frag, table) = self.tables.pop()?;
-            match table.range::<&[u8]>(..).at(&frag.path) {
+            match guarded(&frag.path, || table.range::<&[u8]>(..).at(&frag.path)) {
                 Ok(r) => self.current = Some((frag.path.clone(), r)),
-                Err(e) => return Some(Err(e)),
+                Err(e) => return Some(Err(self.end(e))),
             }
         }
+    }
+}
+
+impl Drop for Scan {
+    fn drop(&mut self) {
+        // A scan that outlives its `Table` holds the last readers of its
+        // files, so its drop closes them (see `guard::QuietClose`).
+        let current = self.current.take();
+        let tables = std::mem::take(&mut self.tables);
+        let _ = guarded(Path::new(""), || {
+            drop(current);
+            drop(tables);
+            Ok(())
+        });
+    }
+}
+
+impl Scan {
+    /// Ends the scan at error `e`: a damaged fragment's B-tree cannot be
+    /// trusted to go on from where it failed.
+    fn end(&mut self, e: Error) -> Error {
+        self.current = None;
+        self.tables.clear();
+        e
     }
 }

@@ -384,7 +384,26 @@ fn stats(dir: &Path, as_json: bool, out: &mut impl Write) -> Res<()> {
 }
 
 fn verify(dir: &Path, as_json: bool, quiet: bool, out: &mut impl Write) -> Res<u8> {
-    let r = open(dir)?.verify()?;
+    let r = match open(dir) {
+        Ok(t) => t.verify()?,
+        // A damaged file that stops the open is a problem found, not an
+        // error of the command: its one line names the file.
+        Err(e) if e.is_damage() => {
+            let problem = e.to_string();
+            if as_json {
+                writeln!(
+                    out,
+                    "{}",
+                    json!({"ok": false, "fragments": null, "records": null,
+                           "problems": [problem]})
+                )?;
+            } else {
+                writeln!(out, "problem: {problem}")?;
+            }
+            return Ok(1);
+        }
+        Err(e) => return Err(e.into()),
+    };
     if as_json {
         writeln!(
             out,

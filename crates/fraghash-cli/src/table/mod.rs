@@ -1,9 +1,10 @@
 //! `fraghash table ...`: durable fragmented tables (see `docs/store.md`).
 //!
-//! Exit codes: 0 success; 1 a key not found (`get`) or problems found
-//! (`verify`); 2 an error (printed as one line on stderr). A closed standard
-//! output (`fraghash table scan DIR | head -1`) is a normal end: exit 0,
-//! nothing printed.
+//! Exit codes ([`EXIT_CODES`], also in `--help`): 0 success; 1 a key not
+//! found (`get`) or problems found (`verify`, a damaged file among them);
+//! 2 an error (printed as one line on stderr), a damaged file for every
+//! command but `verify`. A closed standard output (`fraghash table scan
+//! DIR | head -1`) is a normal end: exit 0, nothing printed.
 //!
 //! `load` reads and `scan` prints one record a line, `key<TAB>value`, with
 //! backslash escapes for the bytes that would break a line (`\\`, `\t`,
@@ -20,8 +21,15 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
+/// The exit codes, as `fraghash table --help` ends.
+const EXIT_CODES: &str = "Exit codes: 0 done; 1 a key not found (get) or a problem found \
+(verify: one `problem:` line each; a damaged fragment file or manifest is one, naming the \
+file); 2 an error, one line on stderr (for every command but verify, a damaged file is an \
+error, naming it).";
+
 /// Arguments of `fraghash table`.
 #[derive(Args)]
+#[command(after_help = EXIT_CODES)]
 pub struct TableArgs {
     #[command(subcommand)]
     command: TableCommand,
@@ -137,7 +145,8 @@ enum TableCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Check every record and file (exit 1 if a problem is found).
+    /// Check every record and file (exit 1 if a problem is found, a damaged
+    /// file among them: one `problem:` line each, naming the file).
     Verify {
         /// Table directory.
         dir: PathBuf,

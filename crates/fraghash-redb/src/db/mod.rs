@@ -20,7 +20,10 @@
 //! another program is refused, not written to) and a catalogue of the
 //! tables with bytes the caller keeps for each (its properties). Opening
 //! maps every failure to a [`DbError`]: the file open elsewhere, not a
-//! database of this crate, corrupt, a full disc.
+//! database of this crate, corrupt, a full disc. redb panics on some
+//! damaged pages instead of returning an error: every call that reaches
+//! redb, reads and writes as well as opening, turns such a panic into
+//! [`DbError::Corrupt`] naming the file, and prints nothing.
 //!
 //! A `Db` is `Send + Sync`: reads run concurrently with each other, with
 //! writes and with a flush; writes wait for each other.
@@ -60,13 +63,13 @@
 //! without them.
 
 mod error;
+mod guard;
 mod log;
 mod memtable;
 mod read;
 mod write;
 
 use std::collections::HashSet;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Condvar, Mutex, MutexGuard, RwLock};
@@ -75,6 +78,7 @@ use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 
 use error::At;
 pub use error::DbError;
+pub use guard::guarded;
 pub use log::LogRepair;
 pub use memtable::Direction;
 use read::View;
@@ -199,7 +203,6 @@ impl Op<'_> {
 /// A database file open for reading and writing (see the [module
 /// documentation](self)).
 pub struct Db {
-    db: redb::Database,
     path: PathBuf,
     /// The writer lock (see [`write`](self::write)).
     writer: Mutex<Writer>,
@@ -220,6 +223,9 @@ pub struct Db {
     room_low: AtomicBool,
     /// What reads see: the memtable's layers and redb's state under them.
     view: RwLock<View>,
+    /// Last, so that it drops after the read transactions of `view` (see
+    /// [`guard::QuietClose`]).
+    db: guard::QuietClose,
 }
 
 impl std::fmt::Debug for Db {
@@ -333,18 +339,7 @@ impl Db {
     /// corrupt.
     pub fn open(path: impl AsRef<Path>, options: &OpenOptions) -> Result<Db, DbError> {
         let path = path.as_ref();
-        let opened = catch_unwind(AssertUnwindSafe(|| Self::open_inner(path, options)));
-        opened.unwrap_or_else(|panic| {
-            let reason = panic
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| panic.downcast_ref::<&str>().copied())
-                .unwrap_or("redb panicked while reading it");
-            Err(DbError::Corrupt {
-                path: path.to_path_buf(),
-                reason: reason.to_owned(),
-            })
-        })
+        guard::guarded(path, || Self::open_inner(path, options))
     }
 
     fn open_inner(path: &Path, options: &OpenOptions) -> Result<Db, DbError> {
@@ -377,7 +372,7 @@ impl Db {
         let room_low = AtomicBool::new(log.low_room());
         let base = read::Base::open(&db, path)?;
         let db = Db {
-            db,
+            db: guard::QuietClose::new(db, path),
             path: path.to_path_buf(),
             writer: Mutex::new(Writer::new(log)),
             flushed: Condvar::new(),
@@ -527,6 +522,10 @@ impl Db {
 
     /// Every table, with the properties it was created with, by name.
     pub fn tables(&self) -> Result<Vec<(String, Vec<u8>)>, DbError> {
+        guard::guarded(&self.path, || self.tables_unguarded())
+    }
+
+    fn tables_unguarded(&self) -> Result<Vec<(String, Vec<u8>)>, DbError> {
         let p = &self.path;
         let txn = self.db.begin_read().at(p)?;
         let cat = txn.open_table(CATALOGUE).at(p)?;

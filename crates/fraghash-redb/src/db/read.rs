@@ -5,12 +5,13 @@
 //! later batches, as an ets `select/3` continuation may.
 
 use std::collections::HashMap;
-use std::ops::Bound;
+use std::ops::{Bound, RangeBounds};
 use std::sync::{Arc, Mutex, RwLockReadGuard, RwLockWriteGuard};
 
 use redb::{ReadableDatabase, ReadableTableMetadata};
 
 use super::error::At;
+use super::guard::guarded;
 use super::memtable::{merge, Change, Direction, Layer, Stream};
 use super::{data_def, Db, DbError, DATA_PREFIX};
 
@@ -44,9 +45,11 @@ pub(super) struct Base {
 impl Base {
     /// A base on the last committed state of `db` (in file `path`).
     pub(super) fn open(db: &redb::Database, path: &std::path::Path) -> Result<Base, DbError> {
-        Ok(Base {
-            txn: db.begin_read().at(path)?,
-            tables: Mutex::new(HashMap::new()),
+        guarded(path, || {
+            Ok(Base {
+                txn: db.begin_read().at(path)?,
+                tables: Mutex::new(HashMap::new()),
+            })
         })
     }
 }
@@ -127,6 +130,10 @@ impl Db {
 
     /// The value of `key` in table `table`, if there.
     pub fn get(&self, table: &str, key: &[u8]) -> Result<Option<Vec<u8>>, DbError> {
+        guarded(&self.path, || self.get_unguarded(table, key))
+    }
+
+    fn get_unguarded(&self, table: &str, key: &[u8]) -> Result<Option<Vec<u8>>, DbError> {
         let view = self.view();
         // The table must exist even when a layer answers.
         let t = self.base_table(&view, table)?;
@@ -143,6 +150,10 @@ impl Db {
 
     /// How many records table `table` holds.
     pub fn len(&self, table: &str) -> Result<u64, DbError> {
+        guarded(&self.path, || self.len_unguarded(table))
+    }
+
+    fn len_unguarded(&self, table: &str) -> Result<u64, DbError> {
         let view = self.view();
         let base = self.base_table(&view, table)?.len().at(&self.path)?;
         let frozen = view.frozen.as_ref().map_or(0, |f| f.delta(table));
@@ -156,6 +167,10 @@ impl Db {
     /// it holds any). Walks every page of the table: O(its size), for
     /// inspection, not for a hot path.
     pub fn stored_bytes(&self, table: &str) -> Result<u64, DbError> {
+        guarded(&self.path, || self.stored_bytes_unguarded(table))
+    }
+
+    fn stored_bytes_unguarded(&self, table: &str) -> Result<u64, DbError> {
         super::check_name(table)?;
         let pending = {
             let view = self.view();
@@ -221,6 +236,18 @@ impl Db {
         direction: Direction,
         max: usize,
     ) -> Result<Chunk, DbError> {
+        guarded(&self.path, || {
+            self.range_chunk_unguarded(table, range, direction, max)
+        })
+    }
+
+    fn range_chunk_unguarded(
+        &self,
+        table: &str,
+        range: (Bound<&[u8]>, Bound<&[u8]>),
+        direction: Direction,
+        max: usize,
+    ) -> Result<Chunk, DbError> {
         let view = self.view();
         let t = self.base_table(&view, table)?;
         let it = t.range::<&[u8]>(range).at(&self.path)?;
@@ -245,6 +272,12 @@ impl Db {
         let mut items: Vec<Pair> = merge(streams, direction).take(max + 1).collect();
         if let Some(e) = failed.take() {
             return Err(e).at(&self.path);
+        }
+        if !in_order(&items, range, direction) {
+            return Err(DbError::Corrupt {
+                path: self.path.clone(),
+                reason: format!("table {table:?} holds keys out of order (a damaged page)"),
+            });
         }
         let more = items.len() > max;
         items.truncate(max);
@@ -298,6 +331,19 @@ impl Db {
         tables.insert(name.to_owned(), Arc::clone(&table));
         Ok(table)
     }
+}
+
+/// Whether `items` keep to `range` and go strictly in `direction`. redb
+/// reads a damaged page's keys as they are, out of order too; a chunk
+/// ending on such a key would start the next one behind itself, and a
+/// walk by `next` would never end.
+fn in_order(items: &[Pair], range: (Bound<&[u8]>, Bound<&[u8]>), direction: Direction) -> bool {
+    let inside = items.iter().all(|(k, _)| range.contains(&k.as_slice()));
+    inside
+        && items.windows(2).all(|w| match direction {
+            Direction::Forward => w[0].0 < w[1].0,
+            Direction::Backward => w[0].0 > w[1].0,
+        })
 }
 
 /// What `view`'s layers say of `key` in table `table`, the active layer

@@ -15,6 +15,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard};
 
 use super::error::At;
+use super::guard::guarded;
 use super::memtable::Layer;
 use super::{check_name, data_def, log, mark_log_seq, Db, DbError, Durability, Op, DATA_PREFIX};
 
@@ -50,6 +51,10 @@ impl Db {
     /// [`Durability::Immediate`] batch, and any batch that clears a table,
     /// is a synced commit of everything written so far with it.
     pub fn write(&self, ops: &[Op], durability: Durability) -> Result<(), DbError> {
+        guarded(&self.path, || self.write_unguarded(ops, durability))
+    }
+
+    fn write_unguarded(&self, ops: &[Op], durability: Durability) -> Result<(), DbError> {
         for op in ops {
             check_name(op.table())?;
         }
@@ -121,6 +126,10 @@ impl Db {
     /// that fails leaves its layer frozen, read as before, and the next
     /// flush commits it again.
     pub fn flush(&self) -> Result<bool, DbError> {
+        guarded(&self.path, || self.flush_unguarded())
+    }
+
+    fn flush_unguarded(&self) -> Result<bool, DbError> {
         let (frozen, seq) = {
             let mut w = self.lock_writer();
             if w.flushing {
@@ -182,6 +191,10 @@ impl Db {
     /// Makes every batch written so far durable (a synced commit of the
     /// memtable), and empties the log.
     pub fn sync(&self) -> Result<(), DbError> {
+        guarded(&self.path, || self.sync_unguarded())
+    }
+
+    fn sync_unguarded(&self) -> Result<(), DbError> {
         let mut w = self.lock_idle_writer();
         self.commit_all(&mut w, |_| Ok(()))
     }
@@ -199,7 +212,7 @@ impl Db {
         let synced = self.sync();
         let Db { db, path, .. } = self;
         synced?;
-        db.close().at(&path)
+        guarded(&path, || db.into_inner().close().at(&path))
     }
 
     /// The writer lock (see [`Writer`]). A panic while it was held leaves
@@ -269,6 +282,14 @@ impl Db {
     /// number `seq` (the last record it holds). Every commit of a
     /// [`Db`]'s batches goes through here.
     fn synced_commit(
+        &self,
+        seq: u64,
+        fill: impl FnOnce(&redb::WriteTransaction) -> Result<(), DbError>,
+    ) -> Result<(), DbError> {
+        guarded(&self.path, || self.synced_commit_unguarded(seq, fill))
+    }
+
+    fn synced_commit_unguarded(
         &self,
         seq: u64,
         fill: impl FnOnce(&redb::WriteTransaction) -> Result<(), DbError>,
