@@ -4,6 +4,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+mod tmpfs;
+
 use fraghash_redb::db::{Db, DbError, Durability, Op, OpenOptions};
 
 fn open(path: &Path) -> Result<Db, DbError> {
@@ -43,6 +45,7 @@ fn a_second_open_in_this_process_is_locked() {
 /// Run as a child process by `an_open_in_another_process_is_locked`: holds
 /// the database named by the environment until its stdin closes.
 #[test]
+#[ignore = "run by an_open_in_another_process_is_locked"]
 fn hold_database_for_another_test() {
     let Some(path) = std::env::var_os("FRAGHASH_REDB_HOLD") else {
         return;
@@ -61,6 +64,7 @@ fn an_open_in_another_process_is_locked() {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
+            "--ignored",
             "hold_database_for_another_test",
             "--nocapture",
             "--test-threads=1",
@@ -185,34 +189,26 @@ fn fill(dir: &Path) {
     println!("second open: {:?}", open(&dir.join("second.redb")).err());
 }
 
-/// Run inside a private mount namespace by `a_full_disc_is_disk_full`, on a
-/// 256 KiB tmpfs.
+/// The child's half of `a_full_disc_is_disk_full`, run by it in its mount
+/// namespace on a 256 KiB tmpfs; does nothing elsewhere.
 #[test]
+#[ignore = "run by a_full_disc_is_disk_full"]
 fn fill_a_small_file_system_for_another_test() {
     if let Some(dir) = std::env::var_os("FRAGHASH_REDB_FULL_DIR") {
         fill(Path::new(&dir));
     }
 }
 
+/// A real full file system: fails where none can be had, unless
+/// `FRAGHASH_SKIP_ENOSPC=1` (see `tmpfs`).
 #[test]
 fn a_full_disc_is_disk_full() {
-    // A real full file system: a tmpfs of 256 KiB, mounted in a mount
-    // namespace of the child's own (nothing outside it sees the mount).
-    let dir = tempfile::tempdir().unwrap();
-    let script = "mount -t tmpfs -o size=256k tmpfs \"$0\" && \
-                  FRAGHASH_REDB_FULL_DIR=\"$0\" exec \"$1\" --exact \
-                  fill_a_small_file_system_for_another_test --nocapture --test-threads=1";
-    let out = Command::new("unshare")
-        .args(["-rm", "sh", "-c", script])
-        .arg(dir.path())
-        .arg(std::env::current_exe().unwrap())
-        .output();
-    let out = match out {
-        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).into_owned(),
-        other => {
-            eprintln!("skipped: no private tmpfs here (unshare -rm: {other:?})");
-            return;
-        }
+    let Some(out) = tmpfs::run_in_small_tmpfs(
+        "256k",
+        "FRAGHASH_REDB_FULL_DIR",
+        "fill_a_small_file_system_for_another_test",
+    ) else {
+        return;
     };
     assert!(out.contains("write: Some(DiskFull"), "{out}");
     assert!(out.contains("second open: Some(DiskFull"), "{out}");

@@ -10,7 +10,8 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::process::Command;
+
+mod tmpfs;
 
 use fraghash_redb::db::{Db, DbError, Durability, Op, OpenOptions};
 
@@ -148,27 +149,10 @@ fn fill_a_small_file_system() {
 
 #[test]
 fn a_full_disc_is_seen_before_a_logged_write_fails() {
-    let dir = tempfile::tempdir().unwrap();
-    let script = "mount -t tmpfs -o size=12m tmpfs \"$0\" && \
-                  FRAGHASH_REDB_ROOM_DIR=\"$0\" exec \"$1\" --exact --ignored \
-                  fill_a_small_file_system --nocapture --test-threads=1";
-    let out = Command::new("unshare")
-        .args(["-rm", "sh", "-c", script])
-        .arg(dir.path())
-        .arg(std::env::current_exe().unwrap())
-        .output();
-    let out = match out {
-        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).into_owned(),
-        other => {
-            if std::env::var("FRAGHASH_SKIP_ENOSPC").as_deref() == Ok("1") {
-                eprintln!("left out (FRAGHASH_SKIP_ENOSPC=1): no private tmpfs: {other:?}");
-                return;
-            }
-            panic!(
-                "a full disc needs a private tmpfs (unshare -rm, as root): {other:?}; \
-                 set FRAGHASH_SKIP_ENOSPC=1 to leave this test out"
-            );
-        }
+    let Some(out) =
+        tmpfs::run_in_small_tmpfs("12m", "FRAGHASH_REDB_ROOM_DIR", "fill_a_small_file_system")
+    else {
+        return;
     };
     let line = |name: &str| {
         out.lines()
