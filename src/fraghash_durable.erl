@@ -99,12 +99,14 @@ disc_holders(T) ->
                                (catch Mod:semantics(Alias, storage)) =/= ram_copies]).
 
 %% @doc {@link tables/1} on this node alone (what each node runs):
-%% `mnesia_stopped' when Mnesia does not run here.
+%% `mnesia_stopped' when Mnesia is stopped here. A Mnesia starting (it
+%% may be loading a table while the commit reaches it) or stopping is
+%% not stopped: its sync fails, and the commit is not durable.
 -spec here([atom()]) -> ok | mnesia_stopped.
 here(Tables) ->
     case mnesia:system_info(is_running) of
-        yes -> here_running(Tables);
-        _ -> mnesia_stopped
+        no -> mnesia_stopped;
+        _ -> here_running(Tables)
     end.
 
 here_running(Tables) ->
