@@ -148,7 +148,7 @@ fn second(path: &Path) -> PathBuf {
     PathBuf::from(p)
 }
 
-/// What a repairing open ([`Log::open`] with `repair`) dropped.
+/// What opening with [`OpenOptions::repair_log`](super::OpenOptions::repair_log) dropped from the log.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LogRepair {
     /// The file was damaged at `offset`: the `bytes` from there to its
