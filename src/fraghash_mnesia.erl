@@ -365,12 +365,7 @@ refuse_unsafe_change(#fraghash_state{table = Tab}, Op) ->
 %% Copies on disc of any storage type: Mnesia's own, and those of an
 %% external backend (`redb_copies') that keeps its records on disc.
 has_disc_copies(Tab) ->
-    mnesia:table_info(Tab, disc_copies) =/= []
-        orelse mnesia:table_info(Tab, disc_only_copies) =/= []
-        orelse lists:any(fun({{Alias, Mod}, Nodes}) ->
-                                 Nodes =/= [] andalso
-                                     (catch Mod:semantics(Alias, storage)) =/= ram_copies
-                         end, mnesia:table_info(Tab, external_copies)).
+    fraghash_durable:disc_holders(Tab) =/= [].
 
 options(Scheme, undefined) -> options(Scheme, []);
 options(Scheme, L) when is_list(L) ->

@@ -4,7 +4,7 @@
 %% is not open; a missing `fraghash.redb' is refused, not made empty.
 -module(fraghash_redb_admin).
 
--export([start_everywhere/1, start_local/1, open_db/1, need_db/1, ensure_info/0, info_table/0]).
+-export([start_everywhere/1, start_local/1, open_db/1, need_db/1, info_table/0]).
 
 %% @doc The table of index states kept in every node's database.
 -spec info_table() -> binary().
@@ -83,8 +83,7 @@ local_tables() ->
 external_copies(Tab) ->
     try mnesia_lib:val({Tab, external_copies}) catch _:_ -> [] end.
 
-%% @doc Creates the table of index states unless it exists.
--spec ensure_info() -> ok.
+%% Creates the table of index states unless it exists.
 ensure_info() ->
     case fraghash_redb_nif:create_table(fraghash_redb_db:handle(), info_table(), <<>>) of
         ok -> ok;

@@ -471,12 +471,12 @@ validate_record(_Alias, Tab, RecName, Arity, Type, Obj) ->
 
 %% @private
 index_is_consistent(_Alias, Tag, Bool) when is_boolean(Bool) ->
-    ok = fraghash_redb_admin:ensure_info(),
+    ok = fraghash_redb_admin:need_db(stored_for(Tag)),
     write([{put, ?INFO, info_key(Tag), term_to_binary(Bool)}]).
 
 %% @private
 is_index_consistent(_Alias, Tag) ->
-    ok = fraghash_redb_admin:ensure_info(),
+    ok = fraghash_redb_admin:need_db(stored_for(Tag)),
     case fraghash_redb_nif:check(fraghash_redb_nif:get(fraghash_redb_db:handle(), ?INFO, info_key(Tag))) of
         {ok, V} -> binary_to_term(V);
         not_found -> false
