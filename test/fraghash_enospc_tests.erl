@@ -69,17 +69,10 @@ full_disc(Op, Step) ->
 run(Op, Step, Mount, Name, Tab) ->
     Dir = filename:join(Mount, "mnesia"),
     Filler = filename:join(Mount, "filler"),
-    {Peer, Node} = peer(Name, Dir),
+    {Peer, Node} = start_peer(Name, Dir),
     try run(Op, Step, Dir, Filler, Name, Node, Tab)
     after catch peer:stop(Peer)
     end.
-
-%% A peer whose Mnesia leaves the core file of a crash in the scratch
-%% directory, not in the current one.
-peer(Name, Dir) ->
-    {Peer, Node} = start_peer(Name, Dir),
-    ok = rpc:call(Node, application, set_env, [mnesia, core_dir, scratch()]),
-    {Peer, Node}.
 
 run(Op, Step, Dir, Filler, Name, Node, Tab) ->
     ok = rpc:call(Node, mnesia, create_schema, [[Node]]),
@@ -135,7 +128,7 @@ run(Op, Step, Dir, Filler, Name, Node, Tab) ->
     OsPid = rpc:call(Node2, os, getpid, []),
     _ = os:cmd("kill -9 " ++ OsPid),
     wait_down(Node2),
-    {Peer3, Node3} = peer(Name, Dir),
+    {Peer3, Node3} = start_peer(Name, Dir),
     ok = rpc:call(Node3, mnesia, start, []),
     ok = rpc:call(Node3, mnesia, wait_for_tables,
                   [rpc:call(Node3, mnesia, system_info, [tables]), 30000]),

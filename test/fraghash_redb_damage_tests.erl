@@ -91,12 +91,11 @@ written(Case) ->
     wait_down(Node),
     {Node, Dir, Log}.
 
-%% The peer again, Mnesia not started; Mnesia's core files go to scratch.
+%% The peer again, Mnesia not started.
 restart(Node, Dir) ->
     [Name, _] = string:split(atom_to_list(Node), "@"),
     {_, Node} = start_peer(list_to_atom(Name), Dir, []),
     ok = no_flush(Node),
-    ok = rpc:call(Node, application, set_env, [mnesia, core_dir, scratch()]),
     ok = rpc:call(Node, logger, set_primary_config, [level, none]),
     {Node, filename:join(Dir, "fraghash.redb")}.
 

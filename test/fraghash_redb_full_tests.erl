@@ -55,7 +55,7 @@ mounted(Case, Run) ->
 %% A peer with table `f' of ?KEYS old values, synced, and its disc then
 %% filled to the last byte.
 full_node(Mount, Name, Dir, Env) ->
-    Node = peer(Name, Dir),
+    {_, Node} = start_peer(Name, Dir),
     [ok = rpc:call(Node, application, set_env, [fraghash, K, V]) || {K, V} <- Env],
     ok = rpc:call(Node, mnesia, create_schema, [[Node]]),
     ok = rpc:call(Node, mnesia, start, []),
@@ -87,7 +87,7 @@ run(Mount, Name, Dir) ->
     %% And after a kill -9, from the node's files alone.
     _ = os:cmd("kill -9 " ++ rpc:call(Node, os, getpid, [])),
     wait_down(Node),
-    Node2 = peer(Name, Dir),
+    {_, Node2} = start_peer(Name, Dir),
     ok = rpc:call(Node2, mnesia, start, []),
     ok = rpc:call(Node2, mnesia, wait_for_tables, [[f], 30000]),
     Read = fun(K) -> rpc:call(Node2, mnesia, dirty_read, [f, K]) end,
@@ -150,10 +150,3 @@ wait_taken(Node, K, Tries) ->
         {K, ok} -> ok;
         {K, refused} when Tries > 0 -> timer:sleep(100), wait_taken(Node, K, Tries - 1)
     end.
-
-%% A peer whose Mnesia leaves the core file of a crash in the scratch
-%% directory, not in the current one.
-peer(Name, Dir) ->
-    {_Peer, Node} = start_peer(Name, Dir),
-    ok = rpc:call(Node, application, set_env, [mnesia, core_dir, scratch()]),
-    Node.

@@ -87,7 +87,8 @@ report(Format, Args) ->
     end.
 
 %% @doc A peer node `Name@localhost' with its Mnesia directory `Dir', the
-%% application's and the tests' code, quiet, and recorded.
+%% application's and the tests' code, quiet, its Mnesia's core files in the
+%% scratch directory, and recorded.
 start_peer(Name, Dir) ->
     start_peer(Name, Dir, []).
 
@@ -101,6 +102,9 @@ start_peer(Name, Dir, Args) ->
                                     args => ["-pa" | Paths] ++
                                             ["-mnesia", "dir", "\"" ++ Dir ++ "\"" | Args]}),
     ok = rpc:call(Node, ?MODULE, quiet_overload, []),
+    %% The core file of a Mnesia that stops on purpose goes to the scratch
+    %% directory, not the current one.
+    ok = rpc:call(Node, application, set_env, [mnesia, core_dir, scratch()]),
     record_peer(Node),
     {Peer, Node}.
 
