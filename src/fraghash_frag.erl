@@ -25,7 +25,7 @@
 -export([add_frag/2, relieve/3, del_frag/1, recover/0, recover/1, loadable_tables/0,
          stale_copies/1, repair/1,
          hash/1, frag_name/2, disc_bytes/1, set_step_hook/1]).
--export([distribution/1, info/1]).
+-export([distribution/1, info/1, operations/0, set_progress_hook/1]).
 
 
 
@@ -427,3 +427,18 @@ distribution(Tab) ->
 -spec info(atom()) -> map() | {error, {fraghash, atom(), string()}}.
 info(Tab) ->
     when_running(fun() -> fraghash_frag_info:info(Tab) end, fun(Reason) -> {error, Reason} end).
+
+%% @doc The growth operations pending or under way, with their progress:
+%% see {@link fraghash_frag_info:operations/0}.
+%% `{error, {fraghash, mnesia_not_running, Text}}' when Mnesia is not
+%% running here.
+-spec operations() -> [map()] | {error, {fraghash, atom(), string()}}.
+operations() ->
+    when_running(fun fraghash_frag_info:operations/0, fun(Reason) -> {error, Reason} end).
+
+%% @doc Installs `Fun(Report)', called in an operation's process with its
+%% progress (a map, as {@link operations/0} gives them) at each phase and
+%% at most once a second while it runs; `undefined' removes it. The same
+%% is told to `logger' (level `notice') every 10 s and at each phase.
+-spec set_progress_hook(fun((map()) -> any()) | undefined) -> ok.
+set_progress_hook(Fun) -> fraghash_grow_progress:set_hook(Fun).

@@ -74,7 +74,8 @@ begin_op(Tab, Op, Plan, Run) ->
         {ok, Parts0} ->
             Parts = [Plan(P) || P <- Parts0],
             Entry = #{op => Op, version => ?VERSION, n => maps:get(n, hd(Parts)),
-                      parts => Parts, phase => fraghash_grow_machine:first_phase(Op)},
+                      parts => Parts, phase => fraghash_grow_machine:first_phase(Op),
+                      node => node(), started => erlang:system_time(millisecond)},
             case first_entry(Tab, Entry) of
                 ok -> run(Tab, Entry, Run);
                 Refused -> Refused
@@ -134,15 +135,23 @@ write_first_entry(Tab, Entry) ->
 %% watch of the sources, which live from `copying' to the end of
 %% `switching', are kept in the process dictionary, so that whatever ends
 %% the run ends them too.
-run(Tab, Entry, Run) ->
+run(Tab, #{op := Op} = Entry, Run) ->
+    ok = fraghash_grow_progress:start(Tab, Op, maps:get(started, Entry,
+                                                        erlang:system_time(millisecond))),
     try
         run_phases(Tab, Entry, Run)
     after
         [fraghash_frag_watch:stop(W) || W <- [erase(fraghash_grow_watch)], W =/= undefined],
-        [fraghash_grow_fence:stop(F) || F <- [erase(fraghash_grow_fence)], F =/= undefined]
+        [fraghash_grow_fence:stop(F) || F <- [erase(fraghash_grow_fence)], F =/= undefined],
+        fraghash_grow_progress:stop(Tab)
     end.
 
-run_phases(Tab, #{op := Op, phase := Phase} = Entry, Run) ->
+run_phases(Tab, #{op := Op, phase := Phase, parts := Parts} = Entry, Run) ->
+    ToScan = case lists:member(Phase, [copying, cleaning]) of
+                 true -> lists:sum([mnesia:table_info(S, size) || S <- frags(Parts, sources)]);
+                 false -> 0
+             end,
+    ok = fraghash_grow_progress:phase(Tab, Phase, ToScan),
     case phase(Phase, Tab, Entry, Run) of
         next ->
             Next = fraghash_grow_machine:next_phase(Op, Phase),
@@ -172,7 +181,7 @@ phase(copying, Tab, #{op := Op, parts := Parts} = Entry, _Run) ->
     Watch = fraghash_frag_watch:start(frags(Parts, sources)),
     put(fraghash_grow_watch, Watch),
     step(Tab, op_step(Op, grow_copy, grow_del_copy)),
-    ok = fraghash_grow_copy:copy_all(where(Parts), Watch),
+    ok = fraghash_grow_copy:copy_all(where(Parts), Watch, progress(Tab)),
     ok = durable(Entry, hidden_count(Entry)),
     next;
 phase(switching, Tab, #{op := Op, parts := Parts} = Entry, _Run) ->
@@ -197,7 +206,7 @@ phase(switching, Tab, #{op := Op, parts := Parts} = Entry, _Run) ->
     end;
 phase(cleaning, Tab, #{parts := Parts} = Entry, _Run) ->
     step(Tab, grow_clean),
-    ok = fraghash_grow_copy:clean(where(Parts)),
+    ok = fraghash_grow_copy:clean(where(Parts), progress(Tab)),
     ok = durable(Entry, hidden_count(Entry)),
     step(Tab, grow_done),
     ok = fraghash_journal:delete(Tab),
@@ -209,6 +218,10 @@ phase(dropping, Tab, #{parts := Parts} = Entry, _Run) ->
     step(Tab, grow_del_dropped),
     ok = finish(Tab, Entry),
     done.
+
+%% What the copy and cleaning tell of each chunk.
+progress(Tab) ->
+    fun(Read, Written) -> fraghash_grow_progress:chunk(Tab, Read, Written) end.
 
 op_step(add, Add, _Del) -> Add;
 op_step(del, _Add, Del) -> Del.

@@ -19,7 +19,7 @@
 %% sources still hold are deleted as they are found.
 -module(fraghash_grow_copy).
 
--export([copy_all/2, last_copy/2, clean/1, remove_hidden/1]).
+-export([copy_all/3, last_copy/2, clean/2, remove_hidden/1]).
 
 -export_type([where/0, route/0]).
 
@@ -48,14 +48,16 @@
 %% `Watcher' (started on the sources before), and copied again, every few
 %% chunks and in rounds after, until a round finds nothing or 8 rounds are
 %% done. What writers touch after that is copied under the fence
-%% ({@link last_copy/2}).
--spec copy_all(where(), fraghash_frag_watch:watch()) -> ok.
-copy_all(Where, Watcher) ->
+%% ({@link last_copy/2}). `Progress(Read, Copied)' is told of each chunk.
+-spec copy_all(where(), fraghash_frag_watch:watch(),
+               fun((non_neg_integer(), non_neg_integer()) -> ok)) -> ok.
+copy_all(Where, Watcher, Progress) ->
     Spec = [{'_', [], ['$_']}],
     maps:foreach(
       fun(S, Route) ->
               Copy = fun(Chunk, Count) ->
-                             ok = copy_chunk(Where, S, Route, Chunk),
+                             Copied = copy_chunk(Where, S, Route, Chunk),
+                             ok = Progress(length(Chunk), Copied),
                              case (Count + 1) rem ?DRAIN_EVERY of
                                  0 -> ok = copy_touched(Where, Watcher);
                                  _ -> ok
@@ -92,12 +94,13 @@ copy_touched(Where, Watcher) ->
 %% A chunk of source `S''s records, read by the bulk copy. One record per
 %% key in a `set' or `ordered_set' table: each moving one is written where
 %% it goes. A `bag' key's records may span two chunks: its items are
-%% copied whole (copy_items/2).
+%% copied whole (copy_items/2). Returns how many records moved.
 copy_chunk(Where, S, Route, Chunk) ->
     Moving = [R || R <- Chunk, moves(S, Route, R)],
     case mnesia:table_info(S, type) of
         bag ->
-            copy_items(Where, lists:usort([{S, element(2, R)} || R <- Moving]));
+            ok = copy_items(Where, lists:usort([{S, element(2, R)} || R <- Moving])),
+            length(Moving);
         _ ->
             To = fun(R) -> place(Route, to, R) end,
             Write = fun(Mine) ->
@@ -107,7 +110,7 @@ copy_chunk(Where, S, Route, Chunk) ->
                             ok
                     end,
             {atomic, _} = fraghash_tab:by_layout(lists:usort([To(R) || R <- Moving]), Write),
-            ok
+            length(Moving)
     end.
 
 %% Copies each item afresh: its source's moving records (read now) replace
@@ -181,16 +184,17 @@ touched(Where, Watcher) ->
 %% places elsewhere (their copies are where they are read now), reading
 %% the source in chunks and deleting each chunk's in one transaction, which
 %% holds the source's lock for that batch only. Idempotent: recovery runs
-%% it again after a kill.
--spec clean(where()) -> ok.
-clean(Where) ->
+%% it again after a kill. `Progress(Read, Deleted)' is told of each chunk.
+-spec clean(where(), fun((non_neg_integer(), non_neg_integer()) -> ok)) -> ok.
+clean(Where, Progress) ->
     maps:foreach(
       fun(S, Route) ->
               Spec = placing_spec(S, Route),
               Leave = fun(Chunk, ok) ->
                               Keys = lists:usort([K || {K, V} <- Chunk,
                                                        place_value(Route, to, V) =/= S]),
-                              ok = leave_source(S, Route, Keys)
+                              ok = leave_source(S, Route, Keys),
+                              Progress(length(Chunk), length(Keys))
                       end,
               ok = fraghash_tab:fold(S, Spec, Leave, ok)
       end, Where).
@@ -252,10 +256,9 @@ place_value(Route, Which, V) ->
 place_key(Route, K) ->
     place_value(Route, to, K).
 
-%% `{Key, PlacingValue}' of each record of `S'.
-placing_spec(S, #{pos := Pos}) ->
-    [{setelement(2, mnesia:table_info(S, wild_pattern), '_'), [],
-      [{{{element, 2, '$_'}, {element, Pos, '$_'}}}]}].
+%% `{Key, PlacingValue}' of each record of a source.
+placing_spec(_S, #{pos := Pos}) ->
+    [{'_', [], [{{{element, 2, '$_'}, {element, Pos, '$_'}}}]}].
 
 %% Locks whole (`Kind': read or write), in the caller's transaction, each
 %% table that `Tabs' names ?WHOLE times or more, once for each key the
