@@ -5,13 +5,20 @@
 %% select whole and in chunks, index reads, first/next/last/prev, size),
 %% both holding the same records after each step and after a restart of
 %% Mnesia; the bag cases of Mnesia's own backend tests (written for its
-%% test backend), on redb_copies; a fragmented bag refused with a reason.
+%% test backend), on redb_copies; a fragmented bag refused with a reason;
+%% a peer killed with kill -9 while it writes and deletes records of a bag,
+%% every acknowledged change found after its restart, then a copy loaded
+%% by a second node.
 %%
 %% Needs a distributed node (`-sname') and `FRAGHASH_TEST_DIR';
 %% `scripts/test-mnesia.sh' sets both up.
 -module(fraghash_redb_bag_tests).
 
 -include_lib("eunit/include/eunit.hrl").
+
+-import(fraghash_test_support, [scratch/0, start_peer/2, wait_down/1, report/2]).
+
+-export([acked_bag_writer/3]).
 
 -define(T, 300).
 -define(SEED, {exsss, {20261206, 41, 3}}).
@@ -364,3 +371,103 @@ fragmented_refused() ->
                                             [], mnesia_frag))),
     [{atomic, ok} = mnesia:delete_table(T) || T <- [bag_one, bag_frag]],
     ok.
+
+%%% kill -9 of a node writing a bag; a second node loads a copy
+
+kill9_test_() ->
+    {timeout, ?T, {"kill -9 while writing a bag: every acknowledged write and delete_object "
+                   "holds, no duplicate; a second node loads a copy", fun kill9/0}}.
+
+-define(WRITERS, 3).
+
+kill9() ->
+    Id = os:getpid(),
+    DirA = filename:join(scratch(), "redb_bag_kill_a_" ++ Id),
+    NameA = list_to_atom("fhbaga_" ++ Id),
+    {_, A} = start_peer(NameA, DirA),
+    ok = rpc:call(A, mnesia, create_schema, [[A]]),
+    ok = rpc:call(A, mnesia, start, []),
+    {atomic, ok} = rpc:call(A, fraghash_redb_copies, register, []),
+    {atomic, ok} = rpc:call(A, mnesia, create_table, [kb, [{redb_copies, [A]}, {type, bag},
+                                                           {attributes, [k, v, w]},
+                                                           {index, [v]}]]),
+    Self = self(),
+    _ = [spawn(A, ?MODULE, acked_bag_writer, [Self, W, 1]) || W <- lists:seq(1, ?WRITERS)],
+    Acks = bag_acks(#{}, 300 + rand:uniform(300)),
+    _ = os:cmd("kill -9 " ++ rpc:call(A, os, getpid, [])),
+    wait_down(A),
+    timer:sleep(200),
+    Final = flush_bag_acks(Acks),
+    {_, A} = start_peer(NameA, DirA),
+    ok = rpc:call(A, mnesia, start, []),
+    ok = rpc:call(A, mnesia, wait_for_tables, [[kb], 60000]),
+    Held = rpc:call(A, mnesia, dirty_select, [kb, [{'_', [], ['$_']}]]),
+    ?assertEqual(length(Held), length(lists:usort(Held))),
+    ?assertEqual(length(Held), rpc:call(A, mnesia, table_info, [kb, size])),
+    HeldSet = sets:from_list(Held),
+    Lost = [R || {R, written} <- maps:to_list(Final), not sets:is_element(R, HeldSet)],
+    Back = [R || {R, deleted} <- maps:to_list(Final), sets:is_element(R, HeldSet)],
+    Deleted = length([R || {R, deleted} <- maps:to_list(Final)]),
+    report("kill -9 of a bag writer: ~b records acknowledged, ~b of them deleted~n",
+           [maps:size(Final), Deleted]),
+    ?assert(Deleted > 0),
+    ?assertEqual({[], []}, {Lost, Back}),
+    %% Each record again by its key and by its index.
+    [?assert(lists:member(R, rpc:call(A, mnesia, dirty_read, [kb, element(2, R)])))
+     || R <- lists:sublist(Held, 50)],
+    [?assert(lists:member(R, rpc:call(A, mnesia, dirty_index_read, [kb, element(3, R), v])))
+     || R <- lists:sublist(Held, 50)],
+
+    %% A second node loads a copy of kb from A (chunks of the bag's rows).
+    DirB = filename:join(scratch(), "redb_bag_kill_b_" ++ Id),
+    {PeerB, B} = start_peer(list_to_atom("fhbagb_" ++ Id), DirB),
+    ok = rpc:call(B, mnesia, start, []),
+    {atomic, ok} = rpc:call(B, fraghash_redb_copies, register, []),
+    {ok, [A]} = rpc:call(B, mnesia, change_config, [extra_db_nodes, [A]]),
+    {atomic, ok} = rpc:call(B, mnesia, change_table_copy_type, [schema, B, disc_copies]),
+    {atomic, ok} = rpc:call(A, mnesia, add_table_copy, [kb, B, redb_copies]),
+    ok = rpc:call(B, mnesia, wait_for_tables, [[kb], 60000]),
+    All = [{'_', [], ['$_']}],
+    ?assertEqual(lists:sort(Held),
+                 lists:sort(rpc:call(B, fraghash_redb_copies, select, [redb_copies, kb, All]))),
+    ?assertEqual(length(Held), rpc:call(B, fraghash_redb_copies, info, [redb_copies, kb, size])),
+    peer:stop(PeerB),
+    _ = rpc:call(A, mnesia, stop, []),
+    _ = os:cmd("kill -9 " ++ rpc:call(A, os, getpid, [])),
+    ok.
+
+%% @doc On a peer: transactions writing two records of one key of a bag
+%% (five keys per writer, so keys gather records), each acknowledged to
+%% `To' once it returned; every third, a delete_object of an earlier
+%% record, announced before and acknowledged after. Runs until the node
+%% dies.
+acked_bag_writer(To, W, I) ->
+    Recs = [{kb, {W, I rem 5}, {I, J}, J} || J <- [1, 2]],
+    {atomic, ok} = mnesia:transaction(fun() -> [mnesia:write(R) || R <- Recs], ok end),
+    To ! {bag_ack, [{R, written} || R <- Recs]},
+    case I rem 3 =:= 0 of
+        true ->
+            Old = {kb, {W, (I - 2) rem 5}, {I - 2, 1}, 1},
+            To ! {bag_ack, [{Old, maybe_deleted}]},
+            {atomic, ok} = mnesia:transaction(fun() -> mnesia:delete_object(Old) end),
+            To ! {bag_ack, [{Old, deleted}]};
+        false ->
+            ok
+    end,
+    acked_bag_writer(To, W, I + 1).
+
+bag_acks(Acks, 0) ->
+    Acks;
+bag_acks(Acks, N) ->
+    receive
+        {bag_ack, List} -> bag_acks(maps:merge(Acks, maps:from_list(List)), N - 1)
+    after 60000 ->
+            error({no_acknowledgement_for_a_minute, maps:size(Acks)})
+    end.
+
+flush_bag_acks(Acks) ->
+    receive
+        {bag_ack, List} -> flush_bag_acks(maps:merge(Acks, maps:from_list(List)))
+    after 0 ->
+            Acks
+    end.
