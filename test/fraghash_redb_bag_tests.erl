@@ -28,7 +28,7 @@
 
 redb_bag_test_() ->
     {setup, fun setup/0, fun fraghash_test_support:stop_mnesia/1,
-     fun(_Dir) ->
+     fun(Dir) ->
              {inorder,
               [{"reads, duplicates, delete and delete_object of a bag", fun basics/0},
                {timeout, ?T, {"random operations hold a bag equal to an ets bag, "
@@ -40,6 +40,8 @@ redb_bag_test_() ->
                {"Mnesia's own bag case: slots and first/next see every record",
                 fun mnesia_iteration/0},
                {"records that hold pids, and large records", fun odd_records/0},
+               {timeout, ?T, {"backup, checkpoint, restore, change_table_copy_type, "
+                              "transform_table of a bag", fun() -> tools(Dir) end}},
                {"a fragmented bag is refused with a reason", fun fragmented_refused/0}]}
      end}.
 
@@ -340,6 +342,41 @@ odd_records() ->
     %% A key that cannot be stored aborts the write, as in a set.
     ?assertMatch({aborted, {fraghash_redb, unsupported_key, Tab, _}},
                  mnesia:transaction(fun() -> mnesia:write({Tab, self(), 1}) end)),
+    {atomic, ok} = mnesia:delete_table(Tab).
+
+%% Mnesia's tools on a bag: they read it by select and write it by
+%% insert, a checkpoint keeps its retained records in a table of its own.
+tools(Dir) ->
+    Tab = bag_tools,
+    ok = create(Tab, [k, v], []),
+    Recs = lists:sort([{Tab, K, V} || K <- lists:seq(1, 30), V <- [a, b, c]]),
+    {atomic, ok} = mnesia:transaction(fun() -> lists:foreach(fun mnesia:write/1, Recs) end),
+    Backup = filename:join(Dir, "bag_tools.bup"),
+    ok = mnesia:backup(Backup),
+    {atomic, ok} = mnesia:transaction(fun() -> [mnesia:delete({Tab, K}) || K <- lists:seq(1, 10)],
+                                               mnesia:delete_object({Tab, 20, a}) end),
+    Restore = fun(B) -> mnesia:restore(B, [{clear_tables, [Tab]}, {default_op, skip_tables}]) end,
+    ?assertEqual({atomic, [Tab]}, Restore(Backup)),
+    ?assertEqual(Recs, all(Tab)),
+    {ok, bag_cp, _} = mnesia:activate_checkpoint([{name, bag_cp}, {max, [Tab]}]),
+    ok = mnesia:dirty_write({Tab, 7, changed}),
+    ok = mnesia:dirty_delete_object({Tab, 8, b}),
+    ok = mnesia:dirty_delete(Tab, 9),
+    CpBackup = filename:join(Dir, "bag_tools_cp.bup"),
+    ok = mnesia:backup_checkpoint(bag_cp, CpBackup),
+    ok = mnesia:deactivate_checkpoint(bag_cp),
+    ?assertEqual({atomic, [Tab]}, Restore(CpBackup)),
+    ?assertEqual(Recs, all(Tab)),
+    {atomic, ok} = mnesia:change_table_copy_type(Tab, node(), disc_copies),
+    ?assertEqual({disc_copies, Recs}, {mnesia:table_info(Tab, storage_type), all(Tab)}),
+    {atomic, ok} = mnesia:change_table_copy_type(Tab, node(), redb_copies),
+    ?assertEqual({{ext, redb_copies, fraghash_redb_copies}, Recs},
+                 {mnesia:table_info(Tab, storage_type), all(Tab)}),
+    ?assertEqual(length(Recs), mnesia:table_info(Tab, size)),
+    {atomic, ok} = mnesia:transform_table(Tab, fun({T, K, V}) -> {T, K, V, K} end, [k, v, w]),
+    ?assertEqual([{T, K, V, K} || {T, K, V} <- Recs], all(Tab)),
+    ?assertEqual([{Tab, 2, a, 2}, {Tab, 2, b, 2}, {Tab, 2, c, 2}],
+                 lists:sort(mnesia:dirty_read(Tab, 2))),
     {atomic, ok} = mnesia:delete_table(Tab).
 
 %% Growth would move a bag key as a delete then writes, applied one by one
