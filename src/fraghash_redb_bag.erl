@@ -23,7 +23,7 @@
 %% ets `bag' keeps both, as keys equal under `==' are one key.
 -module(fraghash_redb_bag).
 
--export([is_bag/1, row_key/3, lookup/2, delete_ops/2, next/2]).
+-export([is_bag/1, can_digest/0, row_key/3, lookup/2, delete_ops/2, next/2]).
 
 %% Rows read per chunk when a key's range is deleted.
 -define(DELETE_CHUNK, 256).
@@ -44,6 +44,20 @@ is_bag(Tab) when is_atom(Tab) ->
     end;
 is_bag(_Tag) ->
     false.
+
+%% @doc `ok' when this node can digest records, else the reason a bag
+%% cannot be created here: the digest is OTP's `crypto' (on OpenSSL), which
+%% some installations leave out.
+-spec can_digest() -> ok | {error, {fraghash_redb, crypto_not_available, binary()}}.
+can_digest() ->
+    try crypto:hash(sha256, <<>>) of
+        _ -> ok
+    catch
+        _:_ ->
+            {error, {fraghash_redb, crypto_not_available,
+                     <<"redb_copies bag tables need OTP's crypto application (SHA-256): "
+                       "install it (on Debian, erlang-crypto) on every node of the table">>}}
+    end.
 
 %% @doc The row key of record `Rec' (keyed in position `Pos'): in a `bag'
 %% (`IsBag'), its key's order key then the record's digest; else its key's

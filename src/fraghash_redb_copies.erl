@@ -233,6 +233,8 @@ check_definition(_Alias, Tab, _Nodes, Props) ->
                                  "index ~0p is not supported (give the attribute alone, or "
                                  "{Attribute, ordered})", [Tab, Unsupported]),
             {error, {fraghash_redb, index_not_supported, unicode:characters_to_binary(Text)}};
+        {bag, []} ->
+            fraghash_redb_bag:can_digest();
         _ ->
             ok
     end.
