@@ -90,6 +90,16 @@ basics() ->
                                                            ['$_']}])),
     ok = mnesia:dirty_delete(Tab, b),
     ?assertEqual([{Tab, c, new}], all(Tab)),
+    %% A key of more records than one chunk of a read (64) or of a
+    %% delete's scan (256), between two other keys.
+    Many = [{Tab, many, I} || I <- lists:seq(1, 600)],
+    {atomic, ok} = mnesia:transaction(fun() -> lists:foreach(fun mnesia:write/1, Many) end),
+    ok = mnesia:dirty_write({Tab, zz, last}),
+    ?assertEqual(Many, lists:sort(mnesia:dirty_read(Tab, many))),
+    ?assertEqual(zz, mnesia:dirty_next(Tab, many)),
+    ?assertEqual(c, mnesia:dirty_prev(Tab, many)),
+    ok = mnesia:dirty_delete(Tab, many),
+    ?assertEqual([{Tab, c, new}, {Tab, zz, last}], all(Tab)),
     {atomic, ok} = mnesia:clear_table(Tab),
     ?assertEqual(0, mnesia:table_info(Tab, size)),
     {atomic, ok} = mnesia:delete_table(Tab).
@@ -121,8 +131,13 @@ against_ets() ->
                   lists:sort(mnesia:dirty_index_read(Tab, V, v))) || V <- lists:seq(1, ?VALS)],
     {atomic, ok} = mnesia:delete_table(Tab).
 
+%% Keys: integers, and tuples whose leading part a select can bind (a
+%% range of keys).
 step(Tab, Ets) ->
-    K = rand:uniform(?KEYS),
+    K = case rand:uniform(3) of
+            3 -> {g, rand:uniform(4), rand:uniform(?KEYS div 4)};
+            _ -> rand:uniform(?KEYS)
+        end,
     Rec = {Tab, K, rand:uniform(?VALS), rand:uniform(2)},
     case rand:uniform(20) of
         N when N =< 6 ->
@@ -160,8 +175,17 @@ step(Tab, Ets) ->
             ?assertEqual(sorted(ets:match_object(Ets, Pat2)), sorted(M)),
             match_object;
         14 ->
-            MS = [{{Tab, '$1', '$2', '_'}, [{'<', '$1', K}, {'>', '$2', 2}], [{{'$1', '$2'}}]}],
+            MS = [{{Tab, '$1', '$2', '_'}, [{'<', '$1', {const, K}}, {'>', '$2', 2}], [{{'$1', '$2'}}]}],
             ?assertEqual(sorted(ets:select(Ets, MS)), sorted(mnesia:dirty_select(Tab, MS))),
+            %% A leading part of the key bound: the range of those keys.
+            G = rand:uniform(4),
+            Range = [{{Tab, {g, G, '$1'}, '_', '$2'}, [{'=:=', '$2', element(4, Rec)}], ['$_']}],
+            ?assertEqual({prefix, fraghash_redb_nif:order_key({g, G, 0})},
+                         setelement(2, fraghash_redb_select:plan(2, Range),
+                                    fraghash_redb_nif:order_key({g, G, 0}))),
+            {atomic, InRange} = mnesia:transaction(
+                                  fun() -> chunks(mnesia:select(Tab, Range, 2, read), []) end),
+            ?assertEqual(sorted(ets:select(Ets, Range)), sorted(lists:append(InRange))),
             select;
         15 ->
             MS = [{{Tab, '_', '$1', '$2'}, [{'=/=', '$1', element(3, Rec)}], ['$_']}],
