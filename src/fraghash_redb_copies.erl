@@ -74,8 +74,9 @@
 %% Readers call the NIF directly (dirty I/O schedulers), concurrently.
 %% `lookup' is a look in the memtable and then one B-tree search (the
 %% tables of the last committed state stay open between commits, so a read
-%% does not search redb's table of tables first). `first/last/next/prev'
-%% are one search each, merged with the memtable's changes. `select' ({@link fraghash_redb_select}) compiles the match spec
+%% does not search redb's table of tables first); in a `bag', one range
+%% scan. `first/last/next/prev' are one search each, merged with the
+%% memtable's changes. `select' ({@link fraghash_redb_select}) compiles the match spec
 %% with `ets:match_spec_compile/1'; when every clause's head binds the key
 %% to a ground term it reads only those keys; when every clause binds a
 %% leading part of the key (`{user, 42, '_'}', `[$a | '_']') it reads only
