@@ -424,6 +424,11 @@ fragmented_refused() ->
                                               ok end, [], mnesia_frag),
     Refused(bag_one_frag2, fraghash_frag:add_frag(bag_one, [node()])),
     ?assertNot(lists:member(bag_one_frag2, mnesia:system_info(tables))),
+    %% Fragment 1 itself takes the schema changes that check its definition.
+    {atomic, ok} = mnesia:add_table_index(bag_one, v),
+    {atomic, ok} = mnesia:change_table_copy_type(bag_one, node(), disc_copies),
+    {atomic, ok} = mnesia:change_table_copy_type(bag_one, node(), redb_copies),
+    ?assertEqual([{bag_one, 1, b}, {bag_one, 2, b}], lists:sort(mnesia:dirty_index_read(bag_one, b, v))),
     %% Nothing left for recovery to finish or undo.
     ?assertEqual(ok, fraghash_frag:recover()),
     ?assertNot(lists:member(bag_one_frag2, mnesia:system_info(tables))),
