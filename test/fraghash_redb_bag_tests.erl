@@ -35,6 +35,8 @@ redb_bag_test_() ->
                               "and after a restart", fun against_ets/0}},
                {"Mnesia's own bag cases: dirty read, delete, delete_object",
                 fun mnesia_dirty_cases/0},
+               {"Mnesia's own bag case: delete_object in transactions, with writes and "
+                "deletes of the same key", fun mnesia_trans_delete_object/0},
                {"Mnesia's own bag case: indexes follow writes and deletes",
                 fun mnesia_index_update_bag/0},
                {"Mnesia's own bag case: slots and first/next see every record",
@@ -264,6 +266,59 @@ mnesia_dirty_cases() ->
                  catch mnesia:dirty_delete_object(Tab, {Tab, {['_']}, 21})),
     ?assertMatch({'EXIT', {aborted, {bad_type, Tab, _}}},
                  catch mnesia:dirty_delete_object(Tab, {Tab, {['$5']}, 21})),
+    {atomic, ok} = mnesia:delete_table(Tab).
+
+%% Mnesia's transaction case of delete_object on a bag: what a
+%% transaction reads after its own write, delete and delete_object of one
+%% key, and what the table holds once it commits them in order.
+mnesia_trans_delete_object() ->
+    Tab = bag_trans,
+    ok = create(Tab, [k, v], []),
+    One = {Tab, 1, 2},
+    Other = {Tab, 1, 3},
+    T = fun(F) -> mnesia:transaction(F) end,
+    {atomic, ok} = T(fun() -> mnesia:delete_object(One) end),
+    %% A record there, written once or twice.
+    [begin
+         [{atomic, ok} = T(fun() -> mnesia:write(One) end) || _ <- lists:seq(1, Times)],
+         {atomic, ok} = T(fun() -> [One] = mnesia:read(Tab, 1),
+                                   ok = mnesia:delete_object(One),
+                                   [] = mnesia:read(Tab, 1),
+                                   ok end),
+         ?assertEqual([], mnesia:dirty_read(Tab, 1))
+     end || Times <- [1, 2]],
+    %% Written and deleted in one transaction.
+    {atomic, ok} = T(fun() -> ok = mnesia:write(One),
+                              ok = mnesia:delete_object(One),
+                              [] = mnesia:read(Tab, 1),
+                              ok end),
+    ?assertEqual([], mnesia:dirty_read(Tab, 1)),
+    %% Another record of the key deleted: the written one stays.
+    {atomic, ok} = T(fun() -> ok = mnesia:write(One),
+                              ok = mnesia:delete_object(Other),
+                              [One] = mnesia:read(Tab, 1),
+                              ok end),
+    ?assertEqual([One], mnesia:dirty_read(Tab, 1)),
+    {atomic, ok} = T(fun() -> ok = mnesia:delete_object(Other),
+                              [One] = mnesia:read(Tab, 1),
+                              ok end),
+    ?assertEqual([One], mnesia:dirty_read(Tab, 1)),
+    %% The key deleted, then another record of it deleted.
+    {atomic, ok} = T(fun() -> ok = mnesia:delete({Tab, 1}),
+                              ok = mnesia:delete_object(Other),
+                              [] = mnesia:read(Tab, 1),
+                              ok end),
+    ?assertEqual([], mnesia:dirty_read(Tab, 1)),
+    %% Two records of the key, one deleted by delete_object, one by a
+    %% delete of the key, then a write: only the write remains.
+    {atomic, ok} = T(fun() -> mnesia:write(One), mnesia:write(Other) end),
+    {atomic, ok} = T(fun() -> ok = mnesia:delete_object(One),
+                              ok = mnesia:delete({Tab, 1}),
+                              ok = mnesia:write({Tab, 1, 4}),
+                              [{Tab, 1, 4}] = mnesia:read(Tab, 1),
+                              ok end),
+    ?assertEqual([{Tab, 1, 4}], mnesia:dirty_read(Tab, 1)),
+    ?assertEqual(1, mnesia:table_info(Tab, size)),
     {atomic, ok} = mnesia:delete_table(Tab).
 
 %% Mnesia's index update case on a bag: two indexes, added and dropped
