@@ -21,8 +21,7 @@
 %% passes 64 KiB: writing one aborts the transaction with
 %% `{fraghash_redb, unsupported_key | key_too_large, Tab, Key}'. A `bag'
 %% stores one row per record, its key's rows a contiguous range
-%% ({@link fraghash_redb_bag}); a bag's fragments past the first are
-%% refused with `{fraghash_redb, bag_fragments_not_supported, Text}'.
+%% ({@link fraghash_redb_bag}).
 %%
 %% == Durability ==
 %% Mnesia applies a committed transaction to a table of this type by
@@ -220,17 +219,7 @@ semantics(_Alias, _) -> undefined.
 %% @private
 check_definition(_Alias, Tab, _Nodes, Props) ->
     Unsupported = [I || I <- proplists:get_value(index, Props, []), not ordered_index(I)],
-    %% A fragment past the first names its table's first (`base_table'):
-    %% growth rewrites a moved bag key as a delete then writes, which a
-    %% backend applies one by one, so a kill can leave part of them.
-    BaseTable = proplists:get_value(base_table, proplists:get_value(frag_properties, Props, []),
-                                    Tab),
     case {proplists:get_value(type, Props, set), Unsupported} of
-        {bag, _} when BaseTable =/= Tab ->
-            {error, {fraghash_redb, bag_fragments_not_supported,
-                     <<"a redb_copies bag keeps one fragment: growth cannot move a bag "
-                       "key's records safely yet; make the table a set, or keep it on "
-                       "disc_copies">>}};
         {_, [_ | _]} ->
             Text = io_lib:format("~0p: redb_copies keeps ordered indexes on attributes only; "
                                  "index ~0p is not supported (give the attribute alone, or "
