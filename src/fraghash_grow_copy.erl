@@ -79,11 +79,20 @@ rounds(Where, Watcher, Left) ->
 %% @doc The last copy, made while the fence holds every source: no writer
 %% changes one any more, and every change made to one before is in the
 %% watch by now (the events of a commit reach a watcher before its locks
-%% are released). The sources are read without a lock, which the fence
-%% holds.
+%% are released). The sources are read, and the copies written, in a
+%% `sync_dirty' activity, which takes no lock: the fence holds the
+%% sources, and a rehash's destinations are sources too.
 -spec last_copy(where(), fraghash_frag_watch:watch()) -> ok.
 last_copy(Where, Watcher) ->
-    copy_touched(Where, Watcher).
+    case touched(Where, Watcher) of
+        [] ->
+            ok;
+        Items ->
+            lists:foreach(fun(Batch) ->
+                                  ok = mnesia:activity(sync_dirty,
+                                                       fun() -> put_batch(Where, Batch) end)
+                          end, chunks(lists:usort(Items)))
+    end.
 
 copy_touched(Where, Watcher) ->
     case touched(Where, Watcher) of
@@ -120,8 +129,7 @@ copy_items(Where, Items) ->
     lists:foreach(fun(Batch) -> ok = copy_batch(Where, Batch) end, chunks(lists:usort(Items))).
 
 copy_batch(Where, Batch) ->
-    Reads = [{I, [R || R <- mnesia:dirty_read(S, K), moves(S, Route, R)], Route}
-             || {S, K} = I <- Batch, Route <- [maps:get(S, Where)]],
+    Reads = reads(Where, Batch),
     Dests = lists:usort([D || {I, Recs, Route} <- Reads, D <- dests(I, Recs, Route)]),
     Put = fun(Mine) ->
                   Mines = [{I, Recs, Route, [D || D <- dests(I, Recs, Route), Mine(D)]}
@@ -132,6 +140,17 @@ copy_batch(Where, Batch) ->
           end,
     {atomic, _} = fraghash_tab:by_layout(Dests, Put),
     ok.
+
+%% In a dirty activity: each item of `Batch' copied afresh.
+put_batch(Where, Batch) ->
+    [put_copies(I, Recs, Route, D) || {I, Recs, Route} <- reads(Where, Batch),
+                                      D <- dests(I, Recs, Route)],
+    ok.
+
+%% `{Item, MovingRecords, Route}' of each item of `Batch', read now.
+reads(Where, Batch) ->
+    [{I, [R || R <- mnesia:dirty_read(S, K), moves(S, Route, R)], Route}
+     || {S, K} = I <- Batch, Route <- [maps:get(S, Where)]].
 
 %% The fragments item `I''s copies go to (those of its moving records
 %% `Recs') or may be in: for a table placed by its key, where the key
@@ -214,32 +233,33 @@ leave_source(S, Route, Keys) ->
     {atomic, ok} = mnesia:sync_transaction(Delete),
     ok.
 
-%% @doc Undoes the copies of a del that did not switch: deletes from each
-%% destination of the sources of `Where' every record the old state places
-%% in the source (no key reads one there), in chunks.
+%% @doc Undoes the copies of a del or a rehash that did not switch:
+%% deletes from each destination of the sources of `Where' every record the
+%% old state places in a source other than that destination (no key reads
+%% one there), in chunks, each destination read once.
 -spec remove_hidden(where()) -> ok.
 remove_hidden(Where) ->
-    maps:foreach(
-      fun(S, #{dests := Dests} = Route) ->
-              [ok = fraghash_tab:fold(D, [{'_', [], ['$_']}],
-                                      fun(Chunk, ok) -> remove_copies(S, Route, D, Chunk) end,
-                                      ok)
-               || D <- Dests]
-      end, Where).
+    Sources = maps:keys(Where),
+    Dests = lists:usort([D || #{dests := Ds} <- maps:values(Where), D <- Ds]),
+    lists:foreach(
+      fun(D) ->
+              [Route | _] = [R || #{dests := Ds} = R <- maps:values(Where), lists:member(D, Ds)],
+              Hidden = fun(R) -> F = place(Route, from, R), F =/= D andalso lists:member(F, Sources) end,
+              ok = fraghash_tab:fold(D, [{'_', [], ['$_']}],
+                                     fun(Chunk, ok) -> remove_copies(D, [R || R <- Chunk, Hidden(R)]) end,
+                                     ok)
+      end, Dests).
 
-remove_copies(S, Route, D, Chunk) ->
-    case [R || R <- Chunk, place(Route, from, R) =:= S] of
-        [] ->
-            ok;
-        Copies ->
-            Delete = fun() ->
-                             ok = lock_many([D || _ <- Copies], write),
-                             [ok = mnesia:delete_object(D, R, write) || R <- Copies],
-                             ok
-                     end,
-            {atomic, ok} = mnesia:sync_transaction(Delete),
-            ok
-    end.
+remove_copies(_D, []) ->
+    ok;
+remove_copies(D, Copies) ->
+    Delete = fun() ->
+                     ok = lock_many([D || _ <- Copies], write),
+                     [ok = mnesia:delete_object(D, R, write) || R <- Copies],
+                     ok
+             end,
+    {atomic, ok} = mnesia:sync_transaction(Delete),
+    ok.
 
 %%% Internals
 

@@ -86,7 +86,7 @@ hidden(Mod) ->
     ?assertEqual(Before, contents(Tab)),
     %% A state other than the one expected: refused, nothing changed.
     ?assertMatch({aborted, {fraghash, changed_underneath, _}},
-                 fraghash_grow_schema:switch(Tab, [{Tab, not_the_state, S}], [])),
+                 fraghash_grow_schema:switch(Tab, [{Tab, not_the_state, S, Mod}], [])),
     {atomic, ok} = mnesia:delete_table(Tab).
 
 %%% An add
