@@ -17,6 +17,16 @@
 %% source is seen by the watch and copied again), and after it nothing
 %% but the copies is read (`fraghash_grow_fence'), so the copies the
 %% sources still hold are deleted as they are found.
+%%
+%% Every copy and every delete is made in a `sync_dirty' activity (returning
+%% once every replica applied it) and takes no lock: no writer writes a
+%% hidden copy (its key routes to its source) nor, after the switch, a
+%% moved record in its source (it routes to the copy), so there is nothing
+%% to wait for, and a writer never waits for the operation. A lock on a
+%% fragment that writers write (a donor, a del's or a rehash's destination)
+%% would make them wait, or make the operation's younger transaction restart
+%% behind theirs, chunk after chunk. Each phase ends with a sync of what it
+%% wrote on every node holding it (`fraghash_durable').
 -module(fraghash_grow_copy).
 
 -export([copy_all/3, last_copy/2, clean/2, remove_hidden/1]).
@@ -35,16 +45,13 @@
 %% that the watch holds the writes of a few seconds at most.
 -define(DRAIN_EVERY, 20).
 -define(WATCH_MS, 60000).
-%% Keys of one table in one transaction from which the transaction locks
-%% the table whole (see lock_many/2).
--define(WHOLE, 64).
 
 %%% Copying
 
 %% @doc Copies every moving record of the sources of `Where' to where the
 %% target states place it, reading each source in chunks (`fraghash_tab:
-%% fold/4'), in one transaction per chunk and layout that takes no lock on
-%% the source: a writer's change to a record after it was read is seen by
+%% fold/4'), in one activity per chunk: a writer's change to a record after
+%% it was read is seen by
 %% `Watcher' (started on the sources before), and copied again, every few
 %% chunks and in rounds after, until a round finds nothing or 8 rounds are
 %% done. What writers touch after that is copied under the fence
@@ -79,20 +86,10 @@ rounds(Where, Watcher, Left) ->
 %% @doc The last copy, made while the fence holds every source: no writer
 %% changes one any more, and every change made to one before is in the
 %% watch by now (the events of a commit reach a watcher before its locks
-%% are released). The sources are read, and the copies written, in a
-%% `sync_dirty' activity, which takes no lock: the fence holds the
-%% sources, and a rehash's destinations are sources too.
+%% are released).
 -spec last_copy(where(), fraghash_frag_watch:watch()) -> ok.
 last_copy(Where, Watcher) ->
-    case touched(Where, Watcher) of
-        [] ->
-            ok;
-        Items ->
-            lists:foreach(fun(Batch) ->
-                                  ok = mnesia:activity(sync_dirty,
-                                                       fun() -> put_batch(Where, Batch) end)
-                          end, chunks(lists:usort(Items)))
-    end.
+    copy_touched(Where, Watcher).
 
 copy_touched(Where, Watcher) ->
     case touched(Where, Watcher) of
@@ -108,38 +105,20 @@ copy_chunk(Where, S, Route, Chunk) ->
     Moving = [R || R <- Chunk, moves(S, Route, R)],
     case mnesia:table_info(S, type) of
         bag ->
-            ok = copy_items(Where, lists:usort([{S, element(2, R)} || R <- Moving])),
-            length(Moving);
+            ok = copy_items(Where, lists:usort([{S, element(2, R)} || R <- Moving]));
         _ ->
-            To = fun(R) -> place(Route, to, R) end,
-            Write = fun(Mine) ->
-                            Mines = [R || R <- Moving, Mine(To(R))],
-                            ok = lock_many([To(R) || R <- Mines], write),
-                            [ok = mnesia:write(To(R), R, write) || R <- Mines],
-                            ok
-                    end,
-            {atomic, _} = fraghash_tab:by_layout(lists:usort([To(R) || R <- Moving]), Write),
-            length(Moving)
-    end.
+            ok = dirty(fun() -> [ok = mnesia:write(place(Route, to, R), R, write)
+                                 || R <- Moving], ok
+                       end)
+    end,
+    length(Moving).
 
 %% Copies each item afresh: its source's moving records (read now) replace
 %% its copies in every fragment where they go or may have gone, in
-%% batches, one transaction per batch and layout of the destinations.
+%% batches.
 copy_items(Where, Items) ->
-    lists:foreach(fun(Batch) -> ok = copy_batch(Where, Batch) end, chunks(lists:usort(Items))).
-
-copy_batch(Where, Batch) ->
-    Reads = reads(Where, Batch),
-    Dests = lists:usort([D || {I, Recs, Route} <- Reads, D <- dests(I, Recs, Route)]),
-    Put = fun(Mine) ->
-                  Mines = [{I, Recs, Route, [D || D <- dests(I, Recs, Route), Mine(D)]}
-                           || {I, Recs, Route} <- Reads],
-                  ok = lock_many([D || {_, _, _, Ds} <- Mines, D <- Ds], write),
-                  [put_copies(I, Recs, Route, D) || {I, Recs, Route, Ds} <- Mines, D <- Ds],
-                  ok
-          end,
-    {atomic, _} = fraghash_tab:by_layout(Dests, Put),
-    ok.
+    lists:foreach(fun(Batch) -> ok = dirty(fun() -> put_batch(Where, Batch) end) end,
+                  chunks(lists:usort(Items))).
 
 %% In a dirty activity: each item of `Batch' copied afresh.
 put_batch(Where, Batch) ->
@@ -218,20 +197,30 @@ clean(Where, Progress) ->
               ok = fraghash_tab:fold(S, Spec, Leave, ok)
       end, Where).
 
+%% Deletes the moved records of `Keys' from source `S' in one dirty
+%% activity: a table placed by its key moves a key's records together, so
+%% the key goes, unread; a foreign-key table's records are read and those
+%% placed elsewhere go. On `disc_only_copies' each delete is a request that
+%% waits in the dets server's queue behind the writers' (about 120 requests
+%% a second came through under four writers at 1,800 writes a second on
+%% that fragment, on a loaded machine): cleaning then takes as long as the
+%% writers leave room for, and they keep their pace. (Transactions that
+%% lock the fragment for a batch of 100 keys were no faster, restarting
+%% behind the writers, and held them to a tenth of their rate.)
 leave_source(_S, _Route, []) ->
     ok;
 leave_source(S, Route, Keys) ->
-    Delete = fun() ->
-                     ok = lock_many([S || _ <- Keys], write),
-                     [case [R || R <- All, place(Route, to, R) =/= S] of
-                          [] -> ok;
-                          All -> ok = mnesia:delete(S, K, write);
-                          Here -> [ok = mnesia:delete_object(S, R, write) || R <- Here], ok
-                      end || K <- Keys, All <- [mnesia:read(S, K, write)]],
-                     ok
-             end,
-    {atomic, ok} = mnesia:sync_transaction(Delete),
-    ok.
+    dirty(fun() -> [leave_key(S, Route, K) || K <- Keys], ok end).
+
+leave_key(S, #{by_key := true}, K) ->
+    ok = mnesia:delete(S, K, write);
+leave_key(S, Route, K) ->
+    All = mnesia:read(S, K, write),
+    case [R || R <- All, place(Route, to, R) =/= S] of
+        [] -> ok;
+        All -> ok = mnesia:delete(S, K, write);
+        Here -> [ok = mnesia:delete_object(S, R, write) || R <- Here], ok
+    end.
 
 %% @doc Undoes the copies of a del or a rehash that did not switch:
 %% deletes from each destination of the sources of `Where' every record the
@@ -253,13 +242,7 @@ remove_hidden(Where) ->
 remove_copies(_D, []) ->
     ok;
 remove_copies(D, Copies) ->
-    Delete = fun() ->
-                     ok = lock_many([D || _ <- Copies], write),
-                     [ok = mnesia:delete_object(D, R, write) || R <- Copies],
-                     ok
-             end,
-    {atomic, ok} = mnesia:sync_transaction(Delete),
-    ok.
+    dirty(fun() -> [ok = mnesia:delete_object(D, R, write) || R <- Copies], ok end).
 
 %%% Internals
 
@@ -280,18 +263,7 @@ place_key(Route, K) ->
 placing_spec(_S, #{pos := Pos}) ->
     [{'_', [], [{{{element, 2, '$_'}, {element, Pos, '$_'}}}]}].
 
-%% Locks whole (`Kind': read or write), in the caller's transaction, each
-%% table that `Tabs' names ?WHOLE times or more, once for each key the
-%% transaction reads or writes there: one lock request for such a table,
-%% where one a key costs a round trip each to Mnesia's lock manager (on
-%% every node holding the table), about half the time of copying and
-%% cleaning at 1,000,000 records. Writers of the table wait for the
-%% transaction then, a few tens of milliseconds at most. A table with
-%% fewer keys in the transaction (a del spreads its records over every
-%% fragment) keeps its keys' own locks, and its writers keep going.
-lock_many(Tabs, Kind) ->
-    Counts = lists:foldl(fun(T, Acc) -> maps:update_with(T, fun(C) -> C + 1 end, 1, Acc) end,
-                         #{}, Tabs),
-    maps:foreach(fun(T, C) when C >= ?WHOLE -> mnesia:lock({table, T}, Kind);
-                    (_T, _C) -> ok
-                 end, Counts).
+%% Runs `F' in a `sync_dirty' activity: no lock, applied on every replica
+%% when it returns.
+dirty(F) ->
+    mnesia:activity(sync_dirty, F).
