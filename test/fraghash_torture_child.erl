@@ -41,8 +41,7 @@ cases() ->
     [{M, T, set} || M <- [mnesia_frag_hash, mnesia_frag_slots, mnesia_frag_chash],
                     T <- [disc_copies, disc_only_copies]]
         ++ [{mnesia_frag_slots, disc_copies, K} || K <- [bag, master, foreigner]]
-        ++ [{M, redb_copies, set} || M <- [mnesia_frag_hash, mnesia_frag_slots]]
-        ++ [{mnesia_frag_slots, redb_copies, bag}].
+        ++ [{M, redb_copies, set} || M <- [mnesia_frag_hash, mnesia_frag_slots]].
 
 %% @doc The migrated table of each case.
 -spec tables() -> [atom()].
