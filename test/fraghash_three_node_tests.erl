@@ -1,0 +1,120 @@
+%% @doc Three Mnesia nodes (`peer' nodes, one disc schema): growth while
+%% Mnesia is stopped on a node that holds nothing of the table (it goes on)
+%% or on one that holds a copy (refused, naming it); `fraghash_frag:recover/0'
+%% reporting the replicas of a fragment that differ; and the heal of a
+%% partition of one node from the other two, as docs/mnesia-disc-safety.md
+%% describes it (writes on both sides, the other two restarted from the kept
+%% one), after which every fragment's replicas agree and recovery says ok.
+%%
+%% In the slow tier (`FRAGHASH_SLOW_TESTS=1').
+-module(fraghash_three_node_tests).
+
+-include_lib("eunit/include/eunit.hrl").
+
+-import(fraghash_test_support, [scratch/0, start_peer/3, wait_down/1]).
+
+-define(T, 300).
+
+three_node_test_() ->
+    fraghash_test_support:slow_tier(
+      [{timeout, ?T, {"Mnesia stopped on a node of three that holds nothing of the table: "
+                      "add, relieve and del go on; a holder stopped is named in the refusal",
+                      fun stopped_elsewhere/0}}]).
+
+%% The journal's failure blames the disc only when a disc failed: a node
+%% apart, stopped or starting is named instead.
+advice_test() ->
+    Advice = fun(Failed, Down, Tables) ->
+                     fraghash_durable:advice({fraghash, not_durable, #{failed => Failed,
+                                                                        down => Down,
+                                                                        tables => Tables}})
+             end,
+    Apart = Advice([{'c@h', partitioned}], [], []),
+    Starting = Advice([{'c@h', {error, {exception, {node_not_running, 'c@h'}, []}}}], [], []),
+    Lost = Advice([], ['c@h'], [t_frag2]),
+    Full = Advice([{'c@h', {error, {exception, {file_error, "LATEST.LOG", enospc}, []}}}], [], []),
+    [?assertNotEqual({T, nomatch}, {T, string:find(T, "c@h")}) || T <- [Apart, Starting, Lost, Full]],
+    [?assertEqual({T, nomatch}, {T, string:find(T, "disc of")}) || T <- [Apart, Starting, Lost]],
+    ?assertNotEqual(nomatch, string:find(Full, "make room on the disc of")),
+    ?assertNotEqual(nomatch, string:find(fraghash_durable:advice({aborted, {node_not_running, 'c@h'}}),
+                                         "start Mnesia on c@h")).
+
+%% Three peer nodes `a', `b', `c' for the case `Id', started with `Args',
+%% one disc schema, Mnesia running on all three.
+trio(Id, Args) ->
+    Dir = filename:join(scratch(), "three_" ++ Id),
+    Name = fun(L) -> list_to_atom(lists:concat(["fh3", L, "_", erlang:phash2(Id)])) end,
+    Nodes = [begin {_, N} = start_peer(Name(L), filename:join(Dir, atom_to_list(L)), Args), N end
+             || L <- [a, b, c]],
+    ok = rpc:call(hd(Nodes), mnesia, create_schema, [Nodes]),
+    [ok = rpc:call(N, mnesia, start, []) || N <- Nodes],
+    #{dir => Dir, name => Name, nodes => Nodes}.
+
+%% `Tab' of `mnesia_frag_slots', `N' fragments with `Copies' disc copies
+%% each over `Pool', holding `{Tab, K, K}' for K in 1..`Records'; made on
+%% `On'.
+table(On, Tab, N, Pool, Copies, Records) ->
+    {atomic, ok} =
+        rpc:call(On, mnesia, create_table,
+                 [Tab, [{attributes, [key, val]},
+                        {frag_properties, [{n_fragments, N}, {hash_module, mnesia_frag_slots},
+                                           {node_pool, Pool}, {n_disc_copies, Copies}]}]]),
+    ok = rpc:call(On, fraghash_test_support, fill, [Tab, lists:seq(1, Records), fun(K) -> K end]).
+
+%% Every record of `Tab' read back on `Node' through `mnesia_frag'.
+read_back(Node, Tab, Records) ->
+    Read = fun() -> [mnesia:read(Tab, K) || K <- lists:seq(1, Records)] end,
+    ?assertEqual({Node, [[{Tab, K, K}] || K <- lists:seq(1, Records)]},
+                 {Node, rpc:call(Node, mnesia, activity, [async_dirty, Read, [], mnesia_frag])}).
+
+%% Mnesia stopped on C, whose VM runs on, before the journal exists: a
+%% table held on A and B grows, is relieved and shrinks from A (the
+%% journal is made on A and B), every record reads back on A, then on C
+%% once it started again (it loads the table from A and B, and gets its
+%% copy of the journal at its recovery), and again with C stopped once it
+%% holds that copy; with Mnesia stopped on B, which
+%% holds a copy, the add is refused naming B, nothing written.
+stopped_elsewhere() ->
+    #{nodes := [A, B, C] = Nodes} = trio("stopped_" ++ os:getpid(), []),
+    Tab = three_stopped,
+    Records = 600,
+    ok = table(A, Tab, 3, [A, B], 2, Records),
+    stopped = rpc:call(C, mnesia, stop, []),
+    ?assertEqual({atomic, ok}, rpc:call(A, fraghash_frag, add_frag, [Tab, [A, B]], 60000)),
+    ?assertEqual({atomic, ok}, rpc:call(A, fraghash_frag, relieve, [Tab, [B, A], 1], 60000)),
+    ?assertEqual({atomic, ok}, rpc:call(A, fraghash_frag, add_frag, [Tab, [A, B]], 60000)),
+    ?assertEqual({atomic, ok}, rpc:call(A, fraghash_frag, del_frag, [Tab], 60000)),
+    ?assertEqual({mnesia_frag_slots, 5}, frags(A, Tab)),
+    read_back(A, Tab, Records),
+    ok = rpc:call(C, mnesia, start, []),
+    ok = rpc:call(C, mnesia, wait_for_tables, [rpc:call(C, mnesia, system_info, [tables]), 30000]),
+    ?assertEqual(ok, rpc:call(C, fraghash_frag, recover, [], 60000)),
+    ?assertEqual([A, B, C], lists:sort(rpc:call(C, mnesia, table_info,
+                                                [fraghash_journal, disc_copies]))),
+    ?assertEqual([], rpc:call(C, fraghash_journal, pending, [])),
+    ?assertEqual({mnesia_frag_slots, 5}, frags(C, Tab)),
+    read_back(C, Tab, Records),
+    %% C stopped again, now holding a copy of the journal: passed over.
+    stopped = rpc:call(C, mnesia, stop, []),
+    ?assertEqual({atomic, ok}, rpc:call(A, fraghash_frag, add_frag, [Tab, [B, A]], 60000)),
+    ok = rpc:call(C, mnesia, start, []),
+    ok = rpc:call(C, mnesia, wait_for_tables, [rpc:call(C, mnesia, system_info, [tables]), 30000]),
+    ?assertEqual({mnesia_frag_slots, 6}, frags(C, Tab)),
+    read_back(C, Tab, Records),
+    %% A holder stopped: refused, naming it, nothing done.
+    stopped = rpc:call(B, mnesia, stop, []),
+    {aborted, {fraghash, holders_not_running, Text}} =
+        rpc:call(A, fraghash_frag, add_frag, [Tab, [A]], 60000),
+    ?assertNotEqual(nomatch, string:find(Text, atom_to_list(B))),
+    ?assertEqual([], rpc:call(A, fraghash_journal, pending, [])),
+    ?assertEqual({mnesia_frag_slots, 6}, frags(A, Tab)),
+    kill(Nodes).
+
+frags(Node, Tab) ->
+    {Mod, _, N} = rpc:call(Node, fraghash_frag, hash, [Tab]),
+    {Mod, N}.
+
+kill(Nodes) ->
+    [begin os:cmd("kill -9 " ++ rpc:call(N, os, getpid, [])), wait_down(N) end || N <- Nodes],
+    ok.
+
