@@ -19,7 +19,9 @@ three_node_test_() ->
     fraghash_test_support:slow_tier(
       [{timeout, ?T, {"Mnesia stopped on a node of three that holds nothing of the table: "
                       "add, relieve and del go on; a holder stopped is named in the refusal",
-                      fun stopped_elsewhere/0}}]).
+                      fun stopped_elsewhere/0}},
+       {timeout, ?T, {"recover/0 and check_replicas/1 report the copies of a fragment that "
+                      "differ", fun replicas_differ/0}}]).
 
 %% The journal's failure blames the disc only when a disc failed: a node
 %% apart, stopped or starting is named instead.
@@ -108,6 +110,41 @@ stopped_elsewhere() ->
     ?assertNotEqual(nomatch, string:find(Text, atom_to_list(B))),
     ?assertEqual([], rpc:call(A, fraghash_journal, pending, [])),
     ?assertEqual({mnesia_frag_slots, 6}, frags(A, Tab)),
+    kill(Nodes).
+
+%% Every fragment on two of the three nodes; one record changed in one
+%% copy of one fragment alone (its ets table written directly, as no
+%% transaction can): recover/0 on any node, and check_replicas/1, report
+%% that fragment naming both holders; after Mnesia restarted on the node
+%% with the wrong copy (it loads from the other holder), both say ok.
+replicas_differ() ->
+    #{nodes := [A, B, C] = Nodes} = trio("differ_" ++ os:getpid(), []),
+    Tab = three_differ,
+    Records = 600,
+    ok = table(A, Tab, 3, Nodes, 2, Records),
+    ?assertEqual(ok, rpc:call(A, fraghash_frag, recover, [], 60000)),
+    Frag = fraghash_frag:frag_name(Tab, 2),
+    [Wrong, Right] = Holders = lists:sort(rpc:call(A, mnesia, table_info, [Frag, disc_copies])),
+    [Key | _] = rpc:call(Wrong, mnesia, dirty_all_keys, [Frag]),
+    true = rpc:call(Wrong, ets, insert, [Frag, {Tab, Key, changed}]),
+    [begin
+         {error, [{Tab, {error, {fraghash, replicas_differ, Text}}}]} =
+             rpc:call(N, fraghash_frag, recover, [], 60000),
+         fraghash_test_support:report("recover/0 on ~s: ~ts~n", [N, Text]),
+         [?assertNotEqual({N, S, nomatch}, {N, S, string:find(Text, S)})
+          || S <- [atom_to_list(Frag) | [atom_to_list(H) || H <- Holders]]]
+     end || N <- Nodes],
+    ?assertMatch({error, {fraghash, replicas_differ, _}},
+                 rpc:call(C, fraghash_frag, check_replicas, [Tab], 60000)),
+    stopped = rpc:call(Wrong, mnesia, stop, []),
+    %% A stopped holder is not compared.
+    ?assertEqual(ok, rpc:call(Right, fraghash_frag, check_replicas, [Tab], 60000)),
+    ok = rpc:call(Wrong, mnesia, start, []),
+    ok = rpc:call(Wrong, mnesia, wait_for_tables,
+                  [rpc:call(Wrong, mnesia, system_info, [tables]), 30000]),
+    [?assertEqual({N, ok}, {N, rpc:call(N, fraghash_frag, recover, [], 60000)}) || N <- Nodes],
+    ?assertEqual(ok, rpc:call(B, fraghash_frag_info, replicas, [Tab])),
+    read_back(B, Tab, Records),
     kill(Nodes).
 
 frags(Node, Tab) ->
