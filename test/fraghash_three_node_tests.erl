@@ -21,7 +21,10 @@ three_node_test_() ->
                       "add, relieve and del go on; a holder stopped is named in the refusal",
                       fun stopped_elsewhere/0}},
        {timeout, ?T, {"recover/0 and check_replicas/1 report the copies of a fragment that "
-                      "differ", fun replicas_differ/0}}]).
+                      "differ", fun replicas_differ/0}},
+       {timeout, ?T, {"a partition of one node from two, writes on both sides, healed as "
+                      "docs/mnesia-disc-safety.md says: the copies agree, recover/0 says ok",
+                      fun heal/0}}]).
 
 %% The journal's failure blames the disc only when a disc failed: a node
 %% apart, stopped or starting is named instead.
@@ -146,6 +149,85 @@ replicas_differ() ->
     ?assertEqual(ok, rpc:call(B, fraghash_frag_info, replicas, [Tab])),
     read_back(B, Tab, Records),
     kill(Nodes).
+
+%% C cut from A and B (global's overlapping-partition rule off, so that A
+%% and B stay together and this node keeps its peers). During the cut A and
+%% C each write keys of `Tab' (every fragment on two of the three nodes):
+%% each writes the copies on its side only; an add of `Ab' (held on A and B
+%% only) from A cannot make its journal entry durable on C, and says so
+%% naming C and the partition, not the disc. The heal keeps A and B: on C,
+%% Mnesia stopped, master nodes A and B, started, master nodes cleared;
+%% then recover/0 on every node says ok (the add's entry undone, the
+%% copies compared), every copy agrees, A's writes are there and C's are
+%% not, and both tables grow again.
+heal() ->
+    Args = fraghash_torture2_partition:peer_args(),
+    #{nodes := [A, B, C] = Nodes} = trio("heal_" ++ os:getpid(), Args),
+    Tab = three_heal,
+    Ab = three_heal_ab,
+    Records = 600,
+    ok = table(A, Tab, 4, Nodes, 2, Records),
+    ok = table(A, Ab, 2, [A, B], 2, 100),
+    [?assertEqual({N, ok}, {N, rpc:call(N, fraghash_frag, recover, [], 60000)}) || N <- Nodes],
+    ok = cut(C, [A, B], 200),
+    Write = fun(Node, Keys, Val) ->
+                    [K || K <- Keys,
+                          ok =:= rpc:call(Node, mnesia, activity,
+                                          [transaction, fun() -> mnesia:write({Tab, K, Val}) end,
+                                           [], mnesia_frag])]
+            end,
+    OnA = Write(A, lists:seq(1, 100) ++ lists:seq(1001, 1050), a),
+    OnC = Write(C, lists:seq(101, 200) ++ lists:seq(2001, 2050), c),
+    ?assertEqual(150, length(OnA)),
+    ?assert(length(OnC) > 20),
+    {aborted, {fraghash, journal_write_failed, Text}} =
+        rpc:call(A, fraghash_frag, add_frag, [Ab, [A, B]], 60000),
+    fraghash_test_support:report("add during the cut: ~ts~n", [Text]),
+    [?assertNotEqual({S, nomatch}, {S, string:find(Text, S)})
+     || S <- [atom_to_list(C), "partition"]],
+    ?assertEqual(nomatch, string:find(Text, "disc of")),
+    %% The heal, A and B kept.
+    stopped = rpc:call(C, mnesia, stop, []),
+    ok = rpc:call(C, mnesia, set_master_nodes, [[A, B]]),
+    ok = rpc:call(C, mnesia, start, []),
+    ok = rpc:call(C, mnesia, wait_for_tables,
+                  [rpc:call(C, fraghash_frag, loadable_tables, []), 60000]),
+    ok = rpc:call(C, mnesia, set_master_nodes, [[]]),
+    [?assertEqual({N, ok}, {N, rpc:call(N, fraghash_frag, recover, [], 60000)}) || N <- Nodes],
+    [?assertEqual({N, T, ok}, {N, T, rpc:call(N, fraghash_frag_info, replicas, [T], 60000)})
+     || N <- Nodes, T <- [Tab, Ab]],
+    [?assertEqual({N, []}, {N, rpc:call(N, fraghash_journal, pending, [])}) || N <- Nodes],
+    Expected = [{K, case K of _ when K =< 100; K > 1000 -> a; _ -> K end}
+                || K <- lists:seq(1, Records) ++ lists:seq(1001, 1050)],
+    Read = fun(Node) ->
+                   [{K, V} || K <- lists:seq(1, Records) ++ lists:seq(1001, 1050)
+                                  ++ lists:seq(2001, 2050),
+                              {_, _, V} <- fraghash_two_node_tests_read(Node, Tab, K)]
+           end,
+    [?assertEqual({N, Expected}, {N, Read(N)}) || N <- Nodes],
+    ?assertEqual({atomic, ok}, rpc:call(C, fraghash_frag, add_frag, [Tab, [C, A]], 60000)),
+    ?assertEqual({atomic, ok}, rpc:call(A, fraghash_frag, add_frag, [Ab, [A, B]], 60000)),
+    [?assertEqual({N, ok}, {N, rpc:call(N, fraghash_frag, recover, [], 60000)}) || N <- Nodes],
+    kill(Nodes).
+
+fraghash_two_node_tests_read(Node, Tab, K) ->
+    rpc:call(Node, fraghash_two_node_tests, read, [Tab, K]).
+
+%% Cuts `X' from `Others' and waits until each Mnesia has the other side
+%% out of its running nodes.
+cut(X, Others, Tries) ->
+    [true = rpc:call(X, erlang, disconnect_node, [O]) || O <- Others],
+    apart(X, Others, Tries).
+
+apart(_X, _Others, 0) ->
+    error(never_apart);
+apart(X, Others, Tries) ->
+    Running = fun(N) -> rpc:call(N, mnesia, system_info, [running_db_nodes]) end,
+    case lists:all(fun(O) -> not lists:member(O, Running(X)) andalso
+                                 not lists:member(X, Running(O)) end, Others) of
+        true -> ok;
+        false -> timer:sleep(50), apart(X, Others, Tries - 1)
+    end.
 
 frags(Node, Tab) ->
     {Mod, _, N} = rpc:call(Node, fraghash_frag, hash, [Tab]),
