@@ -2,9 +2,9 @@
 %% Mnesia is stopped on a node that holds nothing of the table (it goes on)
 %% or on one that holds a copy (refused, naming it); `fraghash_frag:recover/0'
 %% reporting the replicas of a fragment that differ; and the heal of a
-%% partition of one node from the other two, as docs/mnesia-disc-safety.md
-%% describes it (writes on both sides, the other two restarted from the kept
-%% one), after which every fragment's replicas agree and recovery says ok.
+%% partition as docs/mnesia-disc-safety.md describes it (one node cut from
+%% two; and three nodes alone, as OTP 25's `global' makes of such a cut),
+%% after which every fragment's replicas agree and recovery says ok.
 %%
 %% In the slow tier (`FRAGHASH_SLOW_TESTS=1').
 -module(fraghash_three_node_tests).
@@ -24,7 +24,10 @@ three_node_test_() ->
                       "differ", fun replicas_differ/0}},
        {timeout, ?T, {"a partition of one node from two, writes on both sides, healed as "
                       "docs/mnesia-disc-safety.md says: the copies agree, recover/0 says ok",
-                      fun heal/0}}]).
+                      fun heal/0}},
+       {timeout, ?T, {"a partition that global's overlapping-partition rule turns into three "
+                      "nodes alone, healed one node at a time: the copies agree, recover/0 "
+                      "says ok", fun heal_all_split/0}}]).
 
 %% The journal's failure blames the disc only when a disc failed: a node
 %% apart, stopped or starting is named instead.
@@ -209,6 +212,92 @@ heal() ->
     ?assertEqual({atomic, ok}, rpc:call(A, fraghash_frag, add_frag, [Ab, [A, B]], 60000)),
     [?assertEqual({N, ok}, {N, rpc:call(N, fraghash_frag, recover, [], 60000)}) || N <- Nodes],
     kill(Nodes).
+
+%% The heal with OTP 25's default `global' (`prevent_overlapping_partitions'):
+%% a cut of C from A disconnects every node from every other, and each
+%% Mnesia goes on alone. The peers are driven over their standard I/O, not
+%% the distribution this rule cuts. Kept: A; B, then C, restarted one at a
+%% time, each with the nodes running with A as master nodes (so that C
+%% takes a fragment held on B and C alone from B, which now runs with A);
+%% then recover/0 on every node says ok, every copy agrees, A's writes
+%% are there and C's nowhere, and the table grows again.
+heal_all_split() ->
+    Id = "split_" ++ os:getpid(),
+    Dir = filename:join(scratch(), "three_" ++ Id),
+    Paths = lists:usort([filename:dirname(code:which(M)) || M <- [?MODULE, fraghash_frag, fraghash_test_support]]),
+    Peers = [begin
+                 D = filename:join(Dir, atom_to_list(L)),
+                 ok = filelib:ensure_path(D),
+                 Name = list_to_atom(lists:concat(["fh3", L, "_", erlang:phash2(Id)])),
+                 {ok, P, N} = peer:start(#{name => Name, host => "localhost",
+                                           connection => standard_io,
+                                           args => ["-pa" | Paths] ++
+                                                   ["-mnesia", "dir", "\"" ++ D ++ "\""]}),
+                 ok = peer:call(P, fraghash_test_support, quiet_overload, []),
+                 ok = peer:call(P, application, set_env, [mnesia, core_dir, scratch()]),
+                 fraghash_test_support:record_peer(N),
+                 {N, P}
+             end || L <- [a, b, c]],
+    [A, B, C] = Nodes = [N || {N, _} <- Peers],
+    Call = fun(N, M, F, Args) -> peer:call(proplists:get_value(N, Peers), M, F, Args, 120000) end,
+    ok = Call(A, mnesia, create_schema, [Nodes]),
+    [ok = Call(N, mnesia, start, []) || N <- Nodes],
+    Tab = three_split,
+    Records = 600,
+    {atomic, ok} =
+        Call(A, mnesia, create_table,
+             [Tab, [{attributes, [key, val]},
+                    {frag_properties, [{n_fragments, 6}, {hash_module, mnesia_frag_slots},
+                                       {node_pool, Nodes}, {n_disc_copies, 2}]}]]),
+    ok = Call(A, fraghash_test_support, fill, [Tab, lists:seq(1, Records), fun(K) -> K end]),
+    [?assertEqual({N, ok}, {N, Call(N, fraghash_frag, recover, [])}) || N <- Nodes],
+    %% A cut of C from A: every node alone.
+    true = Call(C, erlang, disconnect_node, [A]),
+    ok = alone(Call, Nodes, 200),
+    Write = fun(Node, Keys, Val) ->
+                    [K || K <- Keys,
+                          ok =:= (catch Call(Node, mnesia, activity,
+                                      [transaction, fun() -> mnesia:write({Tab, K, Val}) end,
+                                       [], mnesia_frag]))]
+            end,
+    OnA = Write(A, lists:seq(1, 100), a),
+    OnC = Write(C, lists:seq(101, 200), c),
+    ?assert(length(OnA) > 20),
+    ?assert(length(OnC) > 20),
+    %% The heal, A kept: B and C stopped, then started one at a time.
+    [stopped = Call(N, mnesia, stop, []) || N <- [B, C]],
+    Restart = fun(N, Masters) ->
+                      ok = Call(N, mnesia, set_master_nodes, [Masters]),
+                      ok = Call(N, mnesia, start, []),
+                      ok = Call(N, mnesia, wait_for_tables,
+                                [Call(N, fraghash_frag, loadable_tables, []), 60000]),
+                      ok = Call(N, mnesia, set_master_nodes, [[]])
+              end,
+    Restart(B, [A]),
+    Restart(C, [A, B]),
+    Recovered = [{N, Call(N, fraghash_frag, recover, [])} || N <- Nodes],
+    [?assertEqual({N, ok}, R) || {N, _} = R <- Recovered],
+    ?assertEqual(ok, Call(B, fraghash_frag_info, replicas, [Tab])),
+    Expected = [{K, case lists:member(K, OnA) of true -> a; false -> K end}
+                || K <- lists:seq(1, Records)],
+    [?assertEqual({N, Expected},
+                  {N, [{K, V} || K <- lists:seq(1, Records),
+                                 {_, _, V} <- Call(N, fraghash_two_node_tests, read, [Tab, K])]})
+     || N <- Nodes],
+    [?assertEqual({N, []}, {N, Call(N, fraghash_journal, pending, [])}) || N <- Nodes],
+    ?assertEqual({atomic, ok}, Call(C, fraghash_frag, add_frag, [Tab, [C, B]])),
+    ?assertEqual(ok, Call(A, fraghash_frag, recover, [])),
+    [peer:stop(P) || {_, P} <- Peers],
+    ok.
+
+%% Until every node runs Mnesia alone.
+alone(_Call, _Nodes, 0) ->
+    error(never_apart);
+alone(Call, Nodes, Tries) ->
+    case lists:all(fun(N) -> Call(N, mnesia, system_info, [running_db_nodes]) =:= [N] end, Nodes) of
+        true -> ok;
+        false -> timer:sleep(50), alone(Call, Nodes, Tries - 1)
+    end.
 
 fraghash_two_node_tests_read(Node, Tab, K) ->
     rpc:call(Node, fraghash_two_node_tests, read, [Tab, K]).
