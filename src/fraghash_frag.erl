@@ -7,8 +7,8 @@
 %%
 %% This module is the facade: one operation per table at a time,
 %% cluster-wide, recovery of an interrupted one first, and answers that
-%% say what to do. The add is `fraghash_grow''s and the del
-%% `fraghash_grow_del''s: their records move in ordinary, batched
+%% say what to do. The add and the del are `fraghash_grow''s: their
+%% records move in ordinary, batched
 %% transactions while writers keep going, and no schema change carries a
 %% record (Mnesia 4.21.3 does not always bring to disc the record moves of
 %% `mnesia:change_table_frag/2''s schema transaction). Both write their
@@ -154,8 +154,8 @@ recover_locked(Tab) ->
         case fraghash_journal:read(Tab) of
             none -> ok;
             stale -> fraghash_journal:delete(Tab);
-            #{op := grow_add} = Entry -> fraghash_grow:recover(Tab, Entry);
-            #{op := grow_del} = Entry -> fraghash_grow_del:recover(Tab, Entry);
+            #{version := 2, op := Op} = Entry when Op =:= add; Op =:= del ->
+                fraghash_grow:recover(Tab, Entry);
             #{op := Op} -> {error, unknown_entry(Tab, Op)}
         end
     catch
@@ -228,7 +228,7 @@ do_del_frag(Tab) ->
                        lists:flatten(io_lib:format("~s has one fragment, which a table keeps: "
                                                    "there is none to remove", [Tab]))}};
         _ ->
-            fraghash_grow_del:del_frag(Tab)
+            fraghash_grow:del_frag(Tab)
     end.
 
 %% A journal entry of an operation this code does not know (one written by

@@ -1,5 +1,5 @@
 %% @doc What recovery does besides finishing an operation from its journal
-%% entry (`fraghash_grow:recover/2', `fraghash_grow_del:recover/2'): the
+%% entry (`fraghash_grow:recover/2'): the
 %% fragment tables a partition or a kill left beyond their table's count
 %% ({@link sweep/1}), and the files and `redb_copies' tables a fragment of
 %% an earlier incarnation left ({@link remove_leftover_files/1}). Why each

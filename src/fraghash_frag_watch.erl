@@ -1,5 +1,5 @@
 %% @doc What writers did to the fragments an operation takes records from
-%% while it ran: `fraghash_grow' and `fraghash_grow_del' copy again the keys
+%% while it ran: the growth path (`fraghash_grow_copy') copies again the keys
 %% they touched (each {@link take/2} gives the events since the last one).
 %%
 %% Each fragment is watched on one node that holds an active replica of it
@@ -15,7 +15,7 @@
 %% to them in that time.
 -module(fraghash_frag_watch).
 
--export([start/1, take/2, start_touched/2, touched/3, stop/1, item/1]).
+-export([start/1, take/2, stop/1, item/1]).
 
 -opaque watch() :: [pid()].
 -export_type([watch/0]).
@@ -24,20 +24,13 @@
 %% watchers end with their caller.
 -spec start([atom()]) -> watch().
 start(Frags) ->
-    start(Frags, self(), events).
+    start(Frags, self()).
 
-%% @doc Starts watching the fragments `Frags' for {@link touched/3}: which
-%% items `{Fragment, Key}' activities other than `Owner''s changed since
-%% this call returned. The watchers end with `Owner'.
--spec start_touched([atom()], pid()) -> watch().
-start_touched(Frags, Owner) ->
-    start(Frags, Owner, touched).
-
-start(Frags, Owner, Mode) ->
+start(Frags, Owner) ->
     ByNode = lists:foldl(fun(F, Acc) ->
                                  maps:update_with(watch_node(F), fun(Fs) -> [F | Fs] end, [F], Acc)
                          end, #{}, Frags),
-    [start_on(Node, Fs, Owner, Mode) || {Node, Fs} <- maps:to_list(ByNode)].
+    [start_on(Node, Fs, Owner) || {Node, Fs} <- maps:to_list(ByNode)].
 
 %% The node that watches fragment `F': this one when it holds an active
 %% replica, else the first that does.
@@ -50,17 +43,14 @@ watch_node(F) ->
                  end
     end.
 
-start_on(Node, Frags, Owner, Mode) ->
+start_on(Node, Frags, Owner) ->
     Ref = make_ref(),
     Starter = self(),
     Pid = spawn(Node, fun() ->
                               MRef = monitor(process, Owner),
                               [{ok, _} = mnesia:subscribe({table, F, simple}) || F <- Frags],
                               Starter ! {Ref, watching, self()},
-                              case Mode of
-                                  events -> loop(Owner, MRef, []);
-                                  touched -> touched_loop(Owner, MRef, #{})
-                              end
+                              loop(Owner, MRef, [])
                       end),
     receive
         {Ref, watching, Pid} -> Pid
@@ -94,16 +84,6 @@ ask(Pid, Question, Timeout) ->
             error({fraghash, watcher_timeout, node(Pid)})
     end.
 
-%% @doc Those of `Items' (`{Fragment, Key}') that an activity other than
-%% the owner's wrote or deleted since the watch started. The events of a
-%% commit reach a watcher before the commit's locks are released, so an
-%% item whose write lock the caller holds is answered for every commit
-%% made to it. Waits at most `Timeout' ms for each watcher; raises as
-%% {@link take/2} does.
--spec touched(watch(), [{atom(), term()}], timeout()) -> [{atom(), term()}].
-touched(Pids, Items, Timeout) ->
-    lists:usort(lists:append([ask(Pid, {touched, Items}, Timeout) || Pid <- Pids])).
-
 %% @doc Stops the watchers.
 -spec stop(watch()) -> ok.
 stop(Pids) ->
@@ -125,24 +105,6 @@ loop(Caller, MRef, Acc) ->
         {take, From, Ref} ->
             From ! {Ref, lists:reverse(Acc)},
             loop(Caller, MRef, []);
-        {'DOWN', MRef, process, _, _} ->
-            ok
-    end.
-
-%% A touched watcher: the items changed by others than `Owner', kept until
-%% it ends.
-touched_loop(Owner, MRef, Seen) ->
-    receive
-        {mnesia_table_event, {_Op, _What, EventTid} = Event} ->
-            case activity_of(Owner, EventTid) of
-                true -> touched_loop(Owner, MRef, Seen);
-                false -> touched_loop(Owner, MRef, Seen#{item(Event) => true})
-            end;
-        {mnesia_table_event, _} ->
-            touched_loop(Owner, MRef, Seen);
-        {{touched, Items}, From, Ref} ->
-            From ! {Ref, [I || I <- Items, maps:is_key(I, Seen)]},
-            touched_loop(Owner, MRef, Seen);
         {'DOWN', MRef, process, _, _} ->
             ok
     end.

@@ -1,394 +1,274 @@
-%% @doc How the growth path moves records while writers keep going: copies
-%% in ordinary transactions, rounds of copies of what writers touched, the
-%% last copy under the switch's locks, and the reconciling of both copies
-%% after the switch. Shared by the add (`fraghash_grow') and the del
-%% (`fraghash_grow_del').
+%% @doc How the growth path moves records while writers keep going, in
+%% memory of one batch whatever the size moved: the bulk copy, read from
+%% each source fragment in chunks; rounds of copies of what writers
+%% touched meanwhile; the last copy, made under the switch's fence; and,
+%% after the switch, the deletion of the moved records from their sources.
+%% Shared by the add and the del (`fraghash_grow').
 %%
-%% Records are named by items `{Fragment, Key}' (see `fraghash_grow_group'):
-%% the fragment they are taken from, their source. `Where' maps each source
-%% fragment to its table's placement under the target state (a function
-%% from a record to a fragment name): a record moves when it is placed
-%% elsewhere than its source. `Moved' keeps, per item, the records of the
-%% last copy made (sorted; `[]' for an item found without moving records,
-%% whose copies are removed): what the destinations hold for it until a
-%% writer writes there.
-%%
-%% Within one fragment a key has its records in one place: a copy replaces
-%% everything a destination holds under the key. That is exact for `set'
-%% and `ordered_set' tables, where a fragment holds one record per key, and
-%% for `bag' tables placed by their key; `fraghash_grow_group' refuses
-%% `bag' tables placed by a foreign key.
+%% Records are named by items `{Source, Key}': the fragment they are
+%% taken from, and their key. `Where' maps each source fragment to how its
+%% table places a record (`route()'): where the target state `to' and the
+%% old state `from' put it, by the value of its placing field (the key, or
+%% a foreign-key table's foreign key), and the fragments its copies may be
+%% in (`dests'). A record moves when `to' places it elsewhere than its
+%% source; a copy of it is a record in a destination that `from' places
+%% in the source. No record of what was copied is kept: before the switch
+%% a copy is only ever replaced by a newer one (a writer's change to the
+%% source is seen by the watch and copied again), and after it nothing
+%% but the copies is read (`fraghash_grow_fence'), so the copies the
+%% sources still hold are deleted as they are found.
 -module(fraghash_grow_copy).
 
--export([copy/3, settle/3, last_copy/6, dests_watch/0, reconcile/6, not_done/2, touched/3]).
+-export([copy_all/2, last_copy/2, clean/1, remove_hidden/1]).
 
--import(fraghash_tab, [step/2, chunks/1, chunks/2]).
+-export_type([where/0, route/0]).
 
-%% Copy rounds before the switch.
+-import(fraghash_tab, [chunks/1]).
+
+-type route() :: #{pos := pos_integer(), to := fun((term()) -> atom()),
+                   from := fun((term()) -> atom()), dests := [atom()], by_key := boolean()}.
+-type where() :: #{atom() => route()}.
+
+%% Copy rounds after the bulk copy, at most.
 -define(ROUNDS, 8).
-%% Items per batch of reconciling: each batch costs three transactions and
-%% two syncs whatever its size, and holds the write locks of its items'
-%% keys (in their sources and destinations) for one transaction at a time.
--define(RECONCILE_BATCH, 2000).
+%% Chunks of the bulk copy between two copies of what writers touched, so
+%% that the watch holds the writes of a few seconds at most.
+-define(DRAIN_EVERY, 20).
 -define(WATCH_MS, 60000).
 %% Keys of one table in one transaction from which the transaction locks
 %% the table whole (see lock_many/2).
 -define(WHOLE, 64).
 
--type where() :: #{atom() => fun((tuple()) -> atom())}.
--type moved() :: #{fraghash_grow_group:item() => [tuple()]}.
--export_type([where/0, moved/0]).
+%%% Copying
 
-%% @doc Copies the moving records of each item to where `Where' places
-%% them, in transactions of 500 items that read-lock their sources; one
-%% transaction per layout of the destinations (see `fraghash_tab:by_layout/2').
--spec copy(where(), [fraghash_grow_group:item()], moved()) -> moved().
-copy(Where, Items, Moved) ->
-    Frags = frags(Where),
-    lists:foldl(fun(Batch, Acc) -> copy_batch(Where, Frags, Batch, Acc) end, Moved,
-                chunks(lists:usort(Items))).
+%% @doc Copies every moving record of the sources of `Where' to where the
+%% target states place it, reading each source in chunks (`fraghash_tab:
+%% fold/4'), in one transaction per chunk and layout that takes no lock on
+%% the source: a writer's change to a record after it was read is seen by
+%% `Watcher' (started on the sources before), and copied again, every few
+%% chunks and in rounds after, until a round finds nothing or 8 rounds are
+%% done. What writers touch after that is copied under the fence
+%% ({@link last_copy/2}).
+-spec copy_all(where(), fraghash_frag_watch:watch()) -> ok.
+copy_all(Where, Watcher) ->
+    Spec = [{'_', [], ['$_']}],
+    maps:foreach(
+      fun(S, Route) ->
+              Copy = fun(Chunk, Count) ->
+                             ok = copy_chunk(Where, S, Route, Chunk),
+                             case (Count + 1) rem ?DRAIN_EVERY of
+                                 0 -> ok = copy_touched(Where, Watcher);
+                                 _ -> ok
+                             end,
+                             Count + 1
+                     end,
+              _ = fraghash_tab:fold(S, Spec, Copy, 0)
+      end, Where),
+    rounds(Where, Watcher, ?ROUNDS).
 
-copy_batch(Where, Frags, Batch, Moved) ->
-    %% Each layout's transaction reads the sources again, and a writer can
-    %% change one in between: each must know what the ones before it
-    %% copied (the item's last copy, which its destinations now hold), so
-    %% it starts from their `Moved'. An item's copies are made, and
-    %% reported, by the transaction of its destinations' layout; one whose
-    %% source lost its moving records reports none, where it has no copy
-    %% to remove. (Only a foreign-key record whose placing field a writer
-    %% changed can have destinations of two layouts; each transaction then
-    %% writes its own, the watcher reports that writer's change, and the
-    %% next round copies the item again, to all of them.)
-    {atomic, Moved2} =
-        fraghash_tab:fold_layouts(
-          Frags,
-          fun(Mine, Acc) ->
-                  ok = lock_many([S || {S, _K} <- Batch], read),
-                  Reads = [{I, Recs, dests(Where, I, Recs, Acc)}
-                           || {S, K} = I <- Batch,
-                              Recs <- [moving(Where, I, mnesia:read(S, K, read))]],
-                  ok = lock_many([D || {_I, _Recs, Ds} <- Reads, D <- Ds, Mine(D)], write),
-                  Copied = [{I, Recs} || {I, Recs, Ds} <- Reads,
-                                         put_copies(Where, I, Recs, Ds, Mine)],
-                  maps:merge(Acc, maps:from_list(Copied))
-          end, Moved),
-    Moved2.
-
-%% @doc Copy rounds over the items that writers touched since the last
-%% round (`fraghash_frag_watch' watches every source), until a round finds
-%% none or 8 rounds are done.
--spec settle(fraghash_frag_watch:watch(), where(), moved()) -> moved().
-settle(Watcher, Where, Moved) ->
-    rounds(Watcher, Where, Moved, ?ROUNDS).
-
-rounds(_Watcher, _Where, Moved, 0) ->
-    Moved;
-rounds(Watcher, Where, Moved, Rounds) ->
-    case touched(Watcher, Where, Moved) of
-        [] -> Moved;
-        Items -> rounds(Watcher, Where, copy(Where, Items, Moved), Rounds - 1)
+rounds(_Where, _Watcher, 0) ->
+    ok;
+rounds(Where, Watcher, Left) ->
+    case touched(Where, Watcher) of
+        [] -> ok;
+        Items -> ok = copy_items(Where, Items), rounds(Where, Watcher, Left - 1)
     end.
 
-%% @doc The check a switch runs under its locks, which hold writers off the
-%% fragments involved: the items they touched since the last round (all
-%% seen by then) are copied once more, after the journal (whose entry is
-%% in phase `switching', with `Moved') names those copies. The copies are
-%% made by a `sync_dirty' activity of another process (no lock, and not a
-%% part of the schema change, which carries no record), and made durable
-%% before the switch can commit. Then the destination fragments `Dests'
-%% are watched for the caller (see {@link dests_watch/0}): from there on,
-%% and until the switch commits, no writer can change a moved key there
-%% (its writers route it to its source, whose locks the switch holds), so
-%% whatever the watch sees of a moved key is a writer's change made after
-%% the switch. What it reads and writes is O(items touched), not
-%% O(`Moved'): the last copies go to a journal record of their own.
--spec last_copy(atom(), atom(), fraghash_frag_watch:watch(), where(), moved(), [atom()]) ->
-          fun(() -> ok).
-last_copy(Tab, Step, Watcher, Where, Moved, Dests) ->
-    Owner = self(),
-    fun() ->
-            step(Tab, Step),
-            %% A schema change that runs again runs this again, and the
-            %% earlier tries' copies are in the journal only.
-            Earlier = fraghash_journal:last_copies(Tab),
-            Before = maps:merge(Moved, Earlier),
-            case touched(Watcher, Where, Before) of
-                [] ->
-                    ok;
-                Items ->
-                    Planned = [{I, moving(Where, I, mnesia:dirty_read(S, K))}
-                               || {S, K} = I <- Items],
-                    ok = fraghash_journal:write_last_copies(
-                           Tab, maps:merge(Earlier, maps:from_list(Planned))),
-                    fix(Where, Planned, Before)
-            end,
-            Owner ! {?MODULE, dests_watch, fraghash_frag_watch:start_touched(Dests, Owner)},
+%% @doc The last copy, made while the fence holds every source: no writer
+%% changes one any more, and every change made to one before is in the
+%% watch by now (the events of a commit reach a watcher before its locks
+%% are released). The sources are read without a lock, which the fence
+%% holds.
+-spec last_copy(where(), fraghash_frag_watch:watch()) -> ok.
+last_copy(Where, Watcher) ->
+    copy_touched(Where, Watcher).
+
+copy_touched(Where, Watcher) ->
+    case touched(Where, Watcher) of
+        [] -> ok;
+        Items -> copy_items(Where, Items)
+    end.
+
+%% A chunk of source `S''s records, read by the bulk copy. One record per
+%% key in a `set' or `ordered_set' table: each moving one is written where
+%% it goes. A `bag' key's records may span two chunks: its items are
+%% copied whole (copy_items/2).
+copy_chunk(Where, S, Route, Chunk) ->
+    Moving = [R || R <- Chunk, moves(S, Route, R)],
+    case mnesia:table_info(S, type) of
+        bag ->
+            copy_items(Where, lists:usort([{S, element(2, R)} || R <- Moving]));
+        _ ->
+            To = fun(R) -> place(Route, to, R) end,
+            Write = fun(Mine) ->
+                            Mines = [R || R <- Moving, Mine(To(R))],
+                            ok = lock_many([To(R) || R <- Mines], write),
+                            [ok = mnesia:write(To(R), R, write) || R <- Mines],
+                            ok
+                    end,
+            {atomic, _} = fraghash_tab:by_layout(lists:usort([To(R) || R <- Moving]), Write),
             ok
     end.
 
-%% @doc The watch of the destinations that the last check of a switch
-%% started (`[]', which sees nothing, if none ran); stops those of earlier
-%% tries of the schema change, which would take the last try's copies for
-%% a writer's. Call it once the switch returned.
--spec dests_watch() -> fraghash_frag_watch:watch().
-dests_watch() ->
-    dests_watch([]).
+%% Copies each item afresh: its source's moving records (read now) replace
+%% its copies in every fragment where they go or may have gone, in
+%% batches, one transaction per batch and layout of the destinations.
+copy_items(Where, Items) ->
+    lists:foreach(fun(Batch) -> ok = copy_batch(Where, Batch) end, chunks(lists:usort(Items))).
 
-dests_watch(Last) ->
-    receive
-        {?MODULE, dests_watch, Watch} ->
-            ok = fraghash_frag_watch:stop(Last),
-            dests_watch(Watch)
-    after 0 ->
-            Last
-    end.
-
-%% Makes the planned copies from a process of its own, in a `sync_dirty'
-%% activity (applied on every replica when it returns), then durable on
-%% every node holding one of the fragments written. Each dirty write is a
-%% commit of its own, logged when applied, so the layouts of the
-%% fragments written do not matter here.
-fix(Where, Planned, Moved) ->
-    Dests = lists:usort([D || {I, Recs} <- Planned, D <- dests(Where, I, Recs, Moved)]),
-    {Pid, Ref} = spawn_monitor(
-                   fun() ->
-                           ok = mnesia:activity(
-                                  sync_dirty,
-                                  fun() ->
-                                          [put_copies(Where, I, Recs,
-                                                      dests(Where, I, Recs, Moved),
-                                                      fun(_) -> true end)
-                                           || {I, Recs} <- Planned],
-                                          ok
-                                  end),
-                           exit({fixed, fraghash_durable:tables(Dests)})
-                   end),
-    receive
-        {'DOWN', Ref, process, Pid, {fixed, ok}} -> ok;
-        {'DOWN', Ref, process, Pid, Why} -> mnesia:abort({fraghash, copy_failed, Why})
-    end.
-
-%% @doc After a switch, for each item, in term order: which of the source's
-%% moving records (`Here') and its destination's (`There') are the key's
-%% value there. The destination's, when a writer changed it since the
-%% switch: `Dests' (from {@link dests_watch/0}) saw it, or it is no longer
-%% the last copy this operation made (`Moved'; none for an item it never
-%% copied). Else the source's, which a writer that routed with the old
-%% state may have changed, or deleted, after the switch. A change of the
-%% destination since the switch is the later of the two: such a writer's
-%% transaction began before the switch committed, the destination's after
-%% it, so the destination's came after it in the writer's own order, or
-%% ran beside it. Without the watch (recovery after a kill: `[]'), a
-%% writer that wrote, after the switch, exactly the records of the last
-%% copy (deleted a key that had none, say) is taken for none. With
-%% `DeleteOld', the moving records then leave their source.
-%%
-%% Items go in batches of 2,000, each in three transactions, each begun once
-%% the one before is durable: the destinations get their values; the
-%% journal's progress mark moves past the batch; the sources lose their
-%% moving records. A kill can cut any of them short, and on a storage
-%% backend (`redb_copies') short means applied in part: Mnesia hands a
-%% committed transaction to a backend record by record. Every state left
-%% is one a later run reads right. A batch the mark has not reached yet
-%% still has every record in its sources, so it is reconciled again from
-%% them (a destination holds its old value or its new one, never nothing:
-%% a set's value is overwritten, not deleted first). Items the mark has
-%% reached (at or before it) have their destinations' values, made durable
-%% by a run that watched them: a later run only removes what is left of
-%% them in their sources, and one left without its records lost them to
-%% this operation, never to a writer, so such an item is not taken again
-%% (`not_done/2').
--spec reconcile(atom(), where(), [fraghash_grow_group:item()], moved(), boolean(),
-                fraghash_frag_watch:watch()) -> ok.
-reconcile(Tab, Where, Items, Moved, DeleteOld, Dests) ->
-    Frags = frags(Where),
-    {Done, ToDo} = lists:partition(done_with(fraghash_journal:progress(Tab)), lists:usort(Items)),
-    case DeleteOld of
-        true -> leave_sources(Where, Frags, Done);
-        false -> ok
-    end,
-    lists:foreach(fun(Batch) ->
-                          ok = reconcile_batch(Tab, Where, Frags, Batch, Moved, DeleteOld, Dests)
-                  end,
-                  chunks(ToDo, ?RECONCILE_BATCH)).
-
-%% Whether an item is at or before the progress mark: its destinations got
-%% their values in an earlier run, and durably, before the mark passed
-%% it. They are not reconciled again: a run of recovery has no watch of the
-%% destinations, and from the source's records and the last copy alone it
-%% could take a writer's change since the switch for none (a key deleted
-%% whose copy was empty). Only what is left of them in their sources goes.
-done_with(none) -> fun(_) -> false end;
-done_with({done_to, Mark}) -> fun(I) -> I =< Mark end.
-
-%% Removes the moving records of `Items' from their sources, in batches,
-%% durably (`Frags': every fragment of their tables).
-leave_sources(Where, Frags, Items) ->
-    lists:foreach(
-      fun(Batch) ->
-              Leave = fun(Mine) ->
-                              Mines = [I || {S, _K} = I <- Batch, Mine(S)],
-                              ok = lock_many([S || {S, _K} <- Mines], write),
-                              [leave_source(Where, I) || I <- Mines]
-                      end,
-              {atomic, _} = fraghash_tab:by_layout(Frags, Leave),
-              ok = fraghash_durable:tables(lists:usort([S || {S, _K} <- Batch]))
-      end, chunks(Items, ?RECONCILE_BATCH)).
-
-reconcile_batch(Tab, Where, Frags, Batch, Moved, DeleteOld, Dests) ->
-    {atomic, _} = fraghash_tab:by_layout(
-                    Frags, fun(Mine) -> settle_dests(Where, Batch, Moved, Mine, Dests) end),
-    {atomic, ok} = mnesia:sync_transaction(
-                     fun() -> fraghash_journal:write_progress(Tab, lists:last(Batch)) end),
-    %% The journal is on every disc node: its sync covers the
-    %% destinations' log records too.
-    ok = fraghash_durable:tables([fraghash_journal]),
-    case DeleteOld of
-        false ->
-            ok;
-        true ->
-            step(Tab, grow_marked),
-            leave_sources(Where, Frags, Batch)
-    end.
-
-%% Gives each destination that `Mine' holds for, of each item of `Batch',
-%% its value (see reconcile/6). Every destination is read, write-locked,
-%% before the watch `Dests' is asked about them: a writer's commit to one
-%% reached the watch before the lock was granted. The locks are the
-%% tables' (see lock_many/2).
-settle_dests(Where, Batch, Moved, Mine, Dests) ->
-    ok = lock_many([S || {S, _K} <- Batch], write),
-    Heres = [{I, Here, [D || D <- dests(Where, I, Here, Moved), Mine(D)]}
-             || {S, K} = I <- Batch, Here <- [moving(Where, I, mnesia:read(S, K, write))]],
-    ok = lock_many([D || {_I, _Here, Ds} <- Heres, D <- Ds], write),
-    Read = [{I, Here, [{D, lists:sort(mnesia:read(D, K, write))} || D <- Ds]}
-            || {{_S, K} = I, Here, Ds} <- Heres],
-    Changed = fraghash_frag_watch:touched(
-                Dests, [{D, K} || {{_S, K}, _Here, Theres} <- Read, {D, _} <- Theres], ?WATCH_MS),
-    [settle(Where, I, Here, D, There, maps:get(I, Moved, []), lists:member({D, K}, Changed))
-     || {{_S, K} = I, Here, Theres} <- Read, {D, There} <- Theres],
+copy_batch(Where, Batch) ->
+    Reads = [{I, [R || R <- mnesia:dirty_read(S, K), moves(S, Route, R)], Route}
+             || {S, K} = I <- Batch, Route <- [maps:get(S, Where)]],
+    Dests = lists:usort([D || {I, Recs, Route} <- Reads, D <- dests(I, Recs, Route)]),
+    Put = fun(Mine) ->
+                  Mines = [{I, Recs, Route, [D || D <- dests(I, Recs, Route), Mine(D)]}
+                           || {I, Recs, Route} <- Reads],
+                  ok = lock_many([D || {_, _, _, Ds} <- Mines, D <- Ds], write),
+                  [put_copies(I, Recs, Route, D) || {I, Recs, Route, Ds} <- Mines, D <- Ds],
+                  ok
+          end,
+    {atomic, _} = fraghash_tab:by_layout(Dests, Put),
     ok.
+
+%% The fragments item `I''s copies go to (those of its moving records
+%% `Recs') or may be in: for a table placed by its key, where the key
+%% goes; for a foreign-key table, whose records move with a field a
+%% writer can change, every destination of the source.
+dests({S, K}, Recs, #{by_key := ByKey, to := To, dests := All} = Route) ->
+    Where = [place(Route, to, R) || R <- Recs],
+    Maybe = case ByKey of
+                true -> [D || D <- [To(K)], D =/= S];
+                false -> All
+            end,
+    lists:usort(Where ++ Maybe).
+
+%% Makes destination `D' hold, of the records under the key of item
+%% `{S, K}', the moving records it is due (`Recs' placed there) and no
+%% other copy from `S': a record there that the old state places in `S'
+%% is such a copy.
+put_copies({S, K}, Recs, Route, D) ->
+    Old = mnesia:read(D, K, write),
+    Copies = [R || R <- Old, place(Route, from, R) =:= S],
+    Due = [R || R <- Recs, place(Route, to, R) =:= D],
+    case mnesia:table_info(D, type) of
+        bag ->
+            [ok = mnesia:delete_object(D, R, write) || R <- Copies -- Due],
+            [ok = mnesia:write(D, R, write) || R <- Due -- Old],
+            ok;
+        _ when Due =/= [] ->
+            [ok = mnesia:write(D, R, write) || R <- Due, [R] =/= Old],
+            ok;
+        _ when Copies =/= [], Copies =:= Old ->
+            ok = mnesia:delete(D, K, write);
+        _ ->
+            [ok = mnesia:delete_object(D, R, write) || R <- Copies],
+            ok
+    end.
+
+%% The items that writers wrote or deleted in the sources since the last
+%% call and that can concern the operation: in a table placed by its key,
+%% one whose key moves; in a foreign-key table, any (a change of the
+%% placing field moves the record, or takes it back).
+touched(Where, Watcher) ->
+    lists:usort([I || E <- fraghash_frag_watch:take(Watcher, ?WATCH_MS),
+                      {S, K} = I <- [fraghash_frag_watch:item(E)],
+                      Route <- [maps:get(S, Where)],
+                      not maps:get(by_key, Route) orelse place_key(Route, K) =/= S]).
+
+%%% After the switch
+
+%% @doc Deletes from each source of `Where' the records the target state
+%% places elsewhere (their copies are where they are read now), reading
+%% the source in chunks and deleting each chunk's in one transaction, which
+%% holds the source's lock for that batch only. Idempotent: recovery runs
+%% it again after a kill.
+-spec clean(where()) -> ok.
+clean(Where) ->
+    maps:foreach(
+      fun(S, Route) ->
+              Spec = placing_spec(S, Route),
+              Leave = fun(Chunk, ok) ->
+                              Keys = lists:usort([K || {K, V} <- Chunk,
+                                                       place_value(Route, to, V) =/= S]),
+                              ok = leave_source(S, Route, Keys)
+                      end,
+              ok = fraghash_tab:fold(S, Spec, Leave, ok)
+      end, Where).
+
+leave_source(_S, _Route, []) ->
+    ok;
+leave_source(S, Route, Keys) ->
+    Delete = fun() ->
+                     ok = lock_many([S || _ <- Keys], write),
+                     [case [R || R <- All, place(Route, to, R) =/= S] of
+                          [] -> ok;
+                          All -> ok = mnesia:delete(S, K, write);
+                          Here -> [ok = mnesia:delete_object(S, R, write) || R <- Here], ok
+                      end || K <- Keys, All <- [mnesia:read(S, K, write)]],
+                     ok
+             end,
+    {atomic, ok} = mnesia:sync_transaction(Delete),
+    ok.
+
+%% @doc Undoes the copies of a del that did not switch: deletes from each
+%% destination of the sources of `Where' every record the old state places
+%% in the source (no key reads one there), in chunks.
+-spec remove_hidden(where()) -> ok.
+remove_hidden(Where) ->
+    maps:foreach(
+      fun(S, #{dests := Dests} = Route) ->
+              [ok = fraghash_tab:fold(D, [{'_', [], ['$_']}],
+                                      fun(Chunk, ok) -> remove_copies(S, Route, D, Chunk) end,
+                                      ok)
+               || D <- Dests]
+      end, Where).
+
+remove_copies(S, Route, D, Chunk) ->
+    case [R || R <- Chunk, place(Route, from, R) =:= S] of
+        [] ->
+            ok;
+        Copies ->
+            Delete = fun() ->
+                             ok = lock_many([D || _ <- Copies], write),
+                             [ok = mnesia:delete_object(D, R, write) || R <- Copies],
+                             ok
+                     end,
+            {atomic, ok} = mnesia:sync_transaction(Delete),
+            ok
+    end.
+
+%%% Internals
+
+%% Whether record `R' of source `S' moves.
+moves(S, Route, R) ->
+    place(Route, to, R) =/= S.
+
+place(#{pos := Pos} = Route, Which, R) ->
+    place_value(Route, Which, element(Pos, R)).
+
+place_value(Route, Which, V) ->
+    (maps:get(Which, Route))(V).
+
+place_key(Route, K) ->
+    place_value(Route, to, K).
+
+%% `{Key, PlacingValue}' of each record of `S'.
+placing_spec(S, #{pos := Pos}) ->
+    [{setelement(2, mnesia:table_info(S, wild_pattern), '_'), [],
+      [{{{element, 2, '$_'}, {element, Pos, '$_'}}}]}].
 
 %% Locks whole (`Kind': read or write), in the caller's transaction, each
 %% table that `Tabs' names ?WHOLE times or more, once for each key the
-%% transaction reads or writes there. A transaction of the copy or of
-%% cleaning reads and writes hundreds or thousands of keys of a few
-%% fragments: one lock request for such a table, where one a key costs a
-%% round trip each to Mnesia's lock manager (on every node holding the
-%% table), about half the time of copying and cleaning at 1,000,000
-%% records. Writers of the table wait for the transaction then, a few tens
-%% of milliseconds at most. A table with fewer keys in the transaction (a
-%% del spreads its records over every fragment) keeps its keys' own
-%% locks, and its writers keep going.
+%% transaction reads or writes there: one lock request for such a table,
+%% where one a key costs a round trip each to Mnesia's lock manager (on
+%% every node holding the table), about half the time of copying and
+%% cleaning at 1,000,000 records. Writers of the table wait for the
+%% transaction then, a few tens of milliseconds at most. A table with
+%% fewer keys in the transaction (a del spreads its records over every
+%% fragment) keeps its keys' own locks, and its writers keep going.
 lock_many(Tabs, Kind) ->
     Counts = lists:foldl(fun(T, Acc) -> maps:update_with(T, fun(C) -> C + 1 end, 1, Acc) end,
                          #{}, Tabs),
     maps:foreach(fun(T, C) when C >= ?WHOLE -> mnesia:lock({table, T}, Kind);
                     (_T, _C) -> ok
                  end, Counts).
-
-%% Gives destination `D' of item `I' its value from the source's records
-%% `Here' placed there (`Due'), what `D' holds (`There', sorted) and the
-%% last copy made there (`Last'). A `set' or `ordered_set' key has one
-%% record, which a write replaces: `D''s own, when a writer changed `D'
-%% since the switch (`Changed', or `D' holding other than the last copy),
-%% else the source's. A `bag' key's records are written and deleted one
-%% by one, and one writer's transaction can change both places: begun
-%% before the switch, it routes its delete of the key with the old state
-%% (the source), waits for the switch's locks, and routes its write after
-%% the switch with the new one (`D', where the write adds to the copy the
-%% delete meant to remove). So a bag's value is the source's changes since
-%% the copy applied, then `D''s: the source's records, less those `D' lost
-%% since the copy, plus those `D' gained. A writer that changed `D' and
-%% then gave it back exactly the last copy's records is taken for none
-%% there, as recovery takes every such writer (see reconcile/6).
-settle(Where, {S, K}, Here, D, There, Copy, Changed) ->
-    Place = maps:get(S, Where),
-    Due = [R || R <- Here, Place(R) =:= D],
-    Last = [R || R <- Copy, Place(R) =:= D],
-    Type = mnesia:table_info(D, type),
-    Value = case Type of
-                bag -> ordsets:union(ordsets:subtract(Due, ordsets:subtract(Last, There)),
-                                     ordsets:subtract(There, Last));
-                _ when Changed; There =/= Last -> There;
-                _ -> Due
-            end,
-    case Value of
-        There ->
-            ok;
-        [] ->
-            ok = mnesia:delete(D, K, write);
-        _ ->
-            %% A bag's records are replaced as a whole (bag fragments are
-            %% never on a storage backend, so this commits whole); a set's
-            %% one record is overwritten in place.
-            [ok = mnesia:delete(D, K, write) || Type =:= bag],
-            [ok = mnesia:write(D, R, write) || R <- Value],
-            ok
-    end.
-
-%% Removes item `I''s moving records from its source.
-leave_source(Where, {S, K} = I) ->
-    All = mnesia:read(S, K, write),
-    case moving(Where, I, All) of
-        [] -> ok;
-        Here when length(Here) =:= length(All) -> ok = mnesia:delete(S, K, write);
-        Here -> [ok = mnesia:delete_object(S, R, write) || R <- Here], ok
-    end.
-
-%% @doc The items of `Moved' past the operation's progress mark.
--spec not_done(atom(), moved()) -> [fraghash_grow_group:item()].
-not_done(Tab, Moved) ->
-    case fraghash_journal:progress(Tab) of
-        none -> maps:keys(Moved);
-        {done_to, Mark} -> [I || I <- maps:keys(Moved), I > Mark]
-    end.
-
-%%% Internals
-
-%% The records of `Recs' (read from item `I''s source) placed elsewhere,
-%% sorted.
-moving(Where, {S, _K}, Recs) ->
-    Place = maps:get(S, Where),
-    lists:sort([R || R <- Recs, Place(R) =/= S]).
-
-%% The fragments item `I''s copies go to or were made in: those of its
-%% moving records `Recs' and of its last copy.
-dests(Where, {S, _K} = I, Recs, Moved) ->
-    Place = maps:get(S, Where),
-    lists:usort([Place(R) || R <- Recs ++ maps:get(I, Moved, [])]).
-
-%% Writes item `I''s moving records `Recs' where they go, in those of its
-%% destinations `Dests' (see dests/4: where they go, and where its earlier
-%% copy is) that `Mine' holds for, replacing what that copy left there
-%% (nothing else is there under the key), in the caller's activity. True
-%% when this made the item's copy: it wrote one of its destinations, or it
-%% has none.
-put_copies(Where, {S, K}, Recs, Dests, Mine) ->
-    Place = maps:get(S, Where),
-    Written = [begin
-                   ok = mnesia:delete(D, K, write),
-                   [ok = mnesia:write(D, R, write) || R <- Recs, Place(R) =:= D],
-                   D
-               end || D <- Dests, Mine(D)],
-    Written =/= [] orelse Dests =:= [].
-
-%% Every fragment of the tables whose fragments `Where' moves records from.
-frags(Where) ->
-    fraghash_tab:fragments(maps:keys(Where)).
-
-%% @doc The items that writers wrote or deleted on the sources since the
-%% last call (`Watcher', started on them before the first copy) and that
-%% concern the operation: a record written that moves, or an item copied
-%% before (its copy must follow).
--spec touched(fraghash_frag_watch:watch(), where(), moved()) -> [fraghash_grow_group:item()].
-touched(Watcher, Where, Moved) ->
-    lists:usort([I || E <- fraghash_frag_watch:take(Watcher, ?WATCH_MS),
-                      {S, _K} = I <- [fraghash_frag_watch:item(E)],
-                      maps:is_key(I, Moved) orelse moves(Where, S, E)]).
-
-moves(Where, S, {Op, Rec, _}) when Op =:= write; Op =:= delete_object ->
-    (maps:get(S, Where))(Rec) =/= S;
-moves(_Where, _S, {delete, _, _}) ->
-    false.
-

@@ -18,7 +18,7 @@
 %% would merge); a foreigner is grown through its master.
 -module(fraghash_grow_group).
 
--export([parts/1, place/2, all_items/1, items/4]).
+-export([parts/1, place/2]).
 
 -export_type([part/0, item/0]).
 
@@ -64,33 +64,6 @@ part(T) ->
 -spec place(part(), term()) -> fun((tuple()) -> atom()).
 place(#{tab := T, mod := Mod, pos := Pos}, State) ->
     fun(Rec) -> fraghash_tab:frag_name(T, Mod:key_to_frag_number(State, element(Pos, Rec))) end.
-
-%% @doc Every item of the fragments `Frags' (each listed once).
--spec all_items([atom()]) -> [item()].
-all_items(Frags) ->
-    lists:usort([{F, K} || F <- Frags, K <- keys(F, fun(_K) -> true end)]).
-
-%% @doc The items of the fragments `Frags' of `Part' whose record `State'
-%% places in a fragment for which `Pred(Fragment)' holds. For `Tab' itself
-%% the keys are enough; a foreigner's placement field is read with them.
-%% Each fragment is read as `fraghash_tab:select/3' reads it (in chunks
-%% from a dets file here), the items kept as they come.
--spec items(part(), [atom()], term(), fun((atom()) -> boolean())) -> [item()].
-items(#{tab := T, mod := Mod, pos := 2}, Frags, State, Pred) ->
-    Moves = fun(K) -> Pred(fraghash_tab:frag_name(T, Mod:key_to_frag_number(State, K))) end,
-    lists:usort([{F, K} || F <- Frags, K <- keys(F, Moves)]);
-items(#{tab := T, mod := Mod, pos := Pos}, Frags, State, Pred) ->
-    Spec = [{'_', [], [{{{element, 2, '$_'}, {element, Pos, '$_'}}}]}],
-    Moves = fun({_K, Placed}) ->
-                    Pred(fraghash_tab:frag_name(T, Mod:key_to_frag_number(State, Placed)))
-            end,
-    lists:usort([{F, K} || F <- Frags, {K, _Placed} <- fraghash_tab:select(F, Spec, Moves)]).
-
-%% The keys of fragment `F' for which `Keep(Key)' holds (a bag's key
-%% once or more: the callers sort them).
-keys(F, Keep) ->
-    Spec = [{setelement(2, mnesia:table_info(F, wild_pattern), '$1'), [], ['$1']}],
-    fraghash_tab:select(F, Spec, Keep).
 
 refuse(Reason, Format, Args) ->
     {aborted, {fraghash, Reason, lists:flatten(io_lib:format(Format, Args))}}.

@@ -26,8 +26,8 @@
 %% made meanwhile by a call that bypassed the growth path).
 -module(fraghash_grow_schema).
 
--export([add_hidden/3, switch/4, drop_last/4, drop_orphan/1, load_somewhere/1, hash/1,
-         foreigners/1]).
+-export([add_hidden/3, switch/3, drop_last/4, drop_orphan/1, load_somewhere/1, hash/1,
+         foreigners/1, quiet_dumper/0]).
 %% Called on every running node.
 -export([dumps_queued/0]).
 
@@ -76,18 +76,17 @@ add_hidden(Tab, Nodes, States) ->
       end).
 
 %% @doc Replaces each table's hash state (`{Table, From, To}' in
-%% `Changes', `Tab' and its foreign-key tables; same fragment count),
-%% holding write locks on the fragments `Frags' while `Check()' runs; a
-%% `Check' that aborts aborts the change.
--spec switch(atom(), changes(), [atom()], fun(() -> ok)) -> {atomic, ok} | {aborted, term()}.
-switch(Tab, Changes, Frags, Check) ->
+%% `Changes', `Tab' and its foreign-key tables; same fragment count). The
+%% caller's fence holds the fragments `Fenced' (`fraghash_grow_fence'),
+%% which the change must not ask for: the fence is older than it, and it
+%% would restart until the fence ends.
+-spec switch(atom(), changes(), [atom()]) -> {atomic, ok} | {aborted, term()}.
+switch(Tab, Changes, Fenced) ->
     {_Mod, _State, N} = hash(Tab),
     transaction(
-      Tab,
+      Tab, not lists:member(Tab, Fenced),
       fun(TidTs) ->
               [ok = expect(T, From, N) || {T, From, _To} <- Changes],
-              [_ = mnesia_schema:get_tid_ts_and_lock(F, write) || F <- Frags],
-              ok = Check(),
               mnesia_schema:insert_schema_ops(
                 TidTs, [{op, change_table_frag, {fraghash, switch}, tab_def(T, To, N)}
                         || {T, _From, To} <- Changes])
@@ -224,6 +223,11 @@ load_somewhere(Frag) ->
 %% caller watches the transaction's process and Mnesia's controller, and
 %% answers `{aborted, {node_not_running, Node}}' when the controller goes.
 transaction(Tab, Fun) ->
+    transaction(Tab, true, Fun).
+
+%% As transaction/2; the lock on `Tab' only when `LockTab' (a fence holds
+%% it otherwise, and holds back its writers the same way).
+transaction(Tab, LockTab, Fun) ->
     case whereis(mnesia_controller) of
         undefined ->
             {aborted, {node_not_running, node()}};
@@ -241,8 +245,8 @@ transaction(Tab, Fun) ->
                                              fun() ->
                                                      TidTs = mnesia_schema:get_tid_ts_and_lock(
                                                                schema, write),
-                                                     _ = mnesia_schema:get_tid_ts_and_lock(
-                                                           Tab, write),
+                                                     _ = [mnesia_schema:get_tid_ts_and_lock(
+                                                            Tab, write) || LockTab],
                                                      Fun(TidTs),
                                                      dumper_caught_up(Tab, Deadline)
                                              end)
@@ -313,6 +317,13 @@ dump_done(Deadline) ->
         true -> timer:sleep(5), dump_done(Deadline);
         false -> ok
     end.
+
+%% @doc Waits (up to 0.5 s) for a log dump under way that is the only one
+%% queued to finish, so that a schema change begun next, and a fence taken
+%% before it, do not wait for it under their locks (see `dump_done/1').
+-spec quiet_dumper() -> ok.
+quiet_dumper() ->
+    dump_done(erlang:monotonic_time(millisecond) + ?DUMP_DONE_MS).
 
 %% `{Node, Dumps}' for each running node that answered: how many log dumps
 %% its dumper has queued or running (`dumps_queued/0').

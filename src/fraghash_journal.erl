@@ -20,17 +20,11 @@
 %% forces it (`mnesia:force_load_table/1', master nodes: the heal of a
 %% partition, docs/mnesia-disc-safety.md).
 %%
-%% An entry's moved records (its `moved' map: one record per key moved, so
-%% O(records moved), megabytes for a large add) are kept in a record of
-%% their own, under `{moved, Tab}', and the last copies a switch made
-%% under its locks in another, under `{last_copies, Tab}': a change of
-%% phase, and the switch's last copies, write what changed only, and the
-%% switch, which holds writers off while it runs, reads and writes
-%% O(records it copies), never the whole map.
+%% An entry is small whatever the size an operation moves: its plan (the
+%% hash states and fragment names) and its phase (`fraghash_grow_machine').
 -module(fraghash_journal).
 
--export([ensure/0, write/2, set_phase/3, read/1, delete/1, pending/0, last_copies/1,
-         write_last_copies/2, progress/1, write_progress/2]).
+-export([ensure/0, write/2, set_phase/3, read/1, delete/1, pending/0]).
 
 -define(TABLE, fraghash_journal).
 -define(WAIT_MS, 60000).
@@ -80,66 +74,17 @@ wait() ->
 %% @doc Writes the entry of `Tab', durably. The entry records the table's
 %% incarnation (its Mnesia cookie), so that it is never applied to a table
 %% of the same name created after this one was deleted (see {@link read/1}).
-%% An entry with a `moved' map replaces the moved records kept (and drops
-%% the last copies, which a later switch makes again); one without keeps
-%% those there.
 -spec write(atom(), map()) -> ok.
 write(Tab, Entry) ->
-    Stamped = maps:remove(moved, Entry#{cookie => mnesia:table_info(Tab, cookie)}),
-    {atomic, ok} = mnesia:sync_transaction(
-                     fun() ->
-                             mnesia:write({?TABLE, Tab, Stamped}),
-                             case Entry of
-                                 #{moved := Moved} ->
-                                     mnesia:write({?TABLE, {moved, Tab}, Moved}),
-                                     mnesia:delete({?TABLE, {last_copies, Tab}});
-                                 _ ->
-                                     ok
-                             end
-                     end),
+    Stamped = Entry#{cookie => mnesia:table_info(Tab, cookie)},
+    {atomic, ok} = mnesia:sync_transaction(fun() -> mnesia:write({?TABLE, Tab, Stamped}) end),
     fraghash_durable:tables([?TABLE]).
 
 %% @doc Writes `Entry' (as {@link read/1} gave it) in phase `Phase',
-%% durably, keeping the moved records and last copies kept beside it as
-%% they are: a change of phase does not rewrite them.
+%% durably.
 -spec set_phase(atom(), map(), atom()) -> ok.
 set_phase(Tab, Entry, Phase) ->
-    write(Tab, maps:remove(moved, Entry#{phase => Phase})).
-
-%% @doc The last copies a switch of `Tab''s operation made under its locks
-%% (`#{}' when none): what an earlier try of the switch copied, when
-%% Mnesia runs its schema change again.
--spec last_copies(atom()) -> map().
-last_copies(Tab) ->
-    case mnesia:dirty_read(?TABLE, {last_copies, Tab}) of
-        [{?TABLE, _, Copies}] -> Copies;
-        [] -> #{}
-    end.
-
-%% @doc Records, durably, the last copies of a switch (`Copies', added to
-%% the entry's moved records when it is read), from a fresh process: the
-%% caller is inside the switch's schema transaction, and this is an
-%% ordinary transaction of its own, not a part of it. Aborts the caller's
-%% transaction if it fails.
--spec write_last_copies(atom(), map()) -> ok.
-write_last_copies(Tab, Copies) ->
-    Write = fun() ->
-                    {atomic, ok} = mnesia:sync_transaction(
-                                     fun() ->
-                                             mnesia:write({?TABLE, {last_copies, Tab}, Copies})
-                                     end),
-                    fraghash_durable:tables([?TABLE])
-            end,
-    {Pid, Ref} = spawn_monitor(fun() -> exit({journal_written, Write()}) end),
-    receive
-        {'DOWN', Ref, process, Pid, {journal_written, ok}} -> ok;
-        {'DOWN', Ref, process, Pid, Other} ->
-            mnesia:abort({fraghash, journal_write_failed,
-                          lists:flatten(
-                            io_lib:format("could not write ~s's journal entry (~0tP): ~s, then "
-                                          "run the operation again",
-                                          [Tab, Other, 20, fraghash_durable:advice(Other)]))})
-    end.
+    write(Tab, Entry#{phase => Phase}).
 
 %% @doc The entry of `Tab'; `none' when there is none; `stale' when it
 %% belongs to a table of that name that no longer exists (deleted, or
@@ -151,48 +96,17 @@ read(Tab) ->
         [{?TABLE, Tab, Entry}] ->
             Exists = lists:member(Tab, mnesia:system_info(tables)),
             case Exists andalso maps:get(cookie, Entry) =:= mnesia:table_info(Tab, cookie) of
-                true -> with_moved(Tab, Entry);
+                true -> Entry;
                 false -> stale
             end;
         [] ->
             none
     end.
 
-%% The entry with its moved records, the last copies among them.
-with_moved(Tab, Entry) ->
-    case mnesia:dirty_read(?TABLE, {moved, Tab}) of
-        [{?TABLE, _, Moved}] -> Entry#{moved => maps:merge(Moved, last_copies(Tab))};
-        [] -> Entry
-    end.
-
-%% @doc How far the cleaning of `Tab''s operation got: `{done_to, Key}'
-%% (every key up to `Key', in Erlang term order, is done), or `none'.
-%% Kept beside the entry (under `{progress, Tab}'), so that writing it does
-%% not rewrite the entry.
--spec progress(atom()) -> {done_to, term()} | none.
-progress(Tab) ->
-    case mnesia:dirty_read(?TABLE, {progress, Tab}) of
-        [{?TABLE, _, Progress}] -> Progress;
-        [] -> none
-    end.
-
-%% @doc Records, inside the caller's transaction, that every key up to
-%% `Key' is done: the mark commits with the work it stands for, or not at
-%% all.
--spec write_progress(atom(), term()) -> ok.
-write_progress(Tab, Key) ->
-    mnesia:write({?TABLE, {progress, Tab}, {done_to, Key}}).
-
-%% @doc Removes the entry of `Tab', its moved records and its progress
-%% mark, durably.
+%% @doc Removes the entry of `Tab', durably.
 -spec delete(atom()) -> ok.
 delete(Tab) ->
-    {atomic, ok} = mnesia:sync_transaction(
-                     fun() ->
-                             [mnesia:delete({?TABLE, K})
-                              || K <- [{progress, Tab}, {last_copies, Tab}, {moved, Tab}, Tab]],
-                             ok
-                     end),
+    {atomic, ok} = mnesia:sync_transaction(fun() -> mnesia:delete({?TABLE, Tab}) end),
     fraghash_durable:tables([?TABLE]).
 
 %% @doc The tables that have an entry (an operation to finish or undo).

@@ -1,5 +1,5 @@
 %% @doc What the safe growth path (`fraghash_frag', `fraghash_grow',
-%% `fraghash_grow_del' and the modules below them) reads and writes of a
+%% `fraghash_grow_copy' and the modules below them) reads and writes of a
 %% fragmented table, below all
 %% of them: its hash module and state, where a key lives now, fragment
 %% names, ordinary transactions in batches, durability, misplaced records,
@@ -9,13 +9,13 @@
 
 -export([hash/1, frag_name/2, fragments/1, orphans/0, foreign_key/1,
          batches/3, by_layout/2, fold_layouts/3, chunks/1, chunks/2, durable/2, dump_log/0,
-         transactions_ended/0,
-         select/3, misplaced/1, misplaced/2, move_misplaced/1,
+         transactions_ended/0, transactions/1,
+         select/3, fold/4, misplaced/1, misplaced/2, move_misplaced/1,
          step/2, set_step_hook/1]).
 
 -define(BATCH, 500).
-%% Records a request to a dets server reads in select/3.
--define(DETS_CHUNK, 500).
+%% Results a chunk of fold/4 holds (one request to a dets server).
+-define(CHUNK, 500).
 %% How long {@link transactions_ended/0} waits.
 -define(TRANSACTIONS_MS, 60000).
 
@@ -248,9 +248,10 @@ transactions_ended(Waiting, Deadline) ->
             transactions_ended([T || T <- Waiting, lists:member(T, Now)], Deadline)
     end.
 
-%% `{Node, Counter, Pid}' of each transaction that `Nodes' coordinate; a
-%% node that does not answer has none (it is down, or apart: then nothing
+%% @doc `{Node, Counter, Pid}' of each transaction that `Nodes' coordinate;
+%% a node that does not answer has none (it is down, or apart: then nothing
 %% is durable across the cluster and the caller's next sync fails).
+-spec transactions([node()]) -> [{node(), non_neg_integer(), pid()}].
 transactions(Nodes) ->
     lists:append([[{N, C, P} || {C, P, _Status} <- Ts]
                   || {N, {ok, Ts}} <- lists:zip(Nodes, erpc:multicall(Nodes, mnesia, system_info,
@@ -269,42 +270,80 @@ durable(Tabs, N) ->
                             ++ [fraghash_journal || lists:member(fraghash_journal, Tables)]).
 
 %% @doc What match specification `Spec' selects of fragment `Frag''s
-%% records, keeping only the results for which `Keep(Result)' holds: what
-%% `mnesia:dirty_select/2' reads, filtered, the same guarantee under
-%% concurrent writers (every record there when it began and not written
-%% since is seen; one written meanwhile may or may not be, which the
-%% growth path's watch, started before, covers).
-%%
-%% Where this node holds `Frag' on `disc_only_copies', the dets file is
-%% read here, 500 records a request, fixed (`dets:safe_fixtable/2') from
-%% before the first request to after the last. `mnesia:dirty_select/2'
-%% (`dets:select/2') fixes it the same way but reads about 8 KB a
-%% request, and every request waits behind every writer's and reader's
-%% queued before it at the dets server: listing 140,000 records of 1 KB
-%% took 0.4 s alone and 31 s under 4 writers and a reader. Each result is
-%% kept or dropped as its chunk arrives, so the listing holds only what
-%% it keeps. Elsewhere (another node's copy, ets, a storage backend) it
-%% is `mnesia:dirty_select/2', filtered.
+%% records, keeping only the results for which `Keep(Result)' holds (see
+%% {@link fold/4}, which reads them).
 -spec select(atom(), ets:match_spec(), fun((term()) -> boolean())) -> [term()].
 select(Frag, Spec, Keep) ->
-    case {mnesia:table_info(Frag, where_to_read), mnesia:table_info(Frag, storage_type)} of
-        {Here, disc_only_copies} when Here =:= node() ->
-            ok = dets:safe_fixtable(Frag, true),
-            try
-                dets_chunks(dets:select(Frag, Spec, ?DETS_CHUNK), Keep, [])
-            after
-                ok = dets:safe_fixtable(Frag, false)
-            end;
-        _ ->
-            [R || R <- mnesia:dirty_select(Frag, Spec), Keep(R)]
+    lists:append(lists:reverse(
+                   fold(Frag, Spec, fun(Chunk, Acc) -> [[R || R <- Chunk, Keep(R)] | Acc] end,
+                        []))).
+
+%% @doc Folds `Fun(Chunk, Acc)' over what match specification `Spec'
+%% selects of fragment `Frag''s records, in chunks of up to 500 results, on
+%% a node holding an active replica of it (this one when it does): the
+%% same guarantee as `mnesia:dirty_select/2' under concurrent writers
+%% (every record there when it began and not written since is seen once;
+%% one written meanwhile may or may not be, which the growth path's watch,
+%% started before, covers), in memory of one chunk. The table is fixed
+%% (`safe_fixtable') from before the first chunk to after the last, and
+%% read by a process of its own that reads the next chunk only once `Fun'
+%% is done with the one before, so `Fun' may run transactions, and write
+%% or delete in `Frag' itself.
+%%
+%% On `disc_only_copies' each chunk is one request to the dets server:
+%% `mnesia:dirty_select/2' (`dets:select/2') reads about 8 KB a request,
+%% and every request waits behind each writer's and reader's queued before
+%% it, so that listing 140,000 records of 1 KB took 0.4 s alone and 31 s
+%% under 4 writers and a reader.
+-spec fold(atom(), ets:match_spec(), fun(([term()], A) -> A), A) -> A.
+fold(Frag, Spec, Fun, Acc0) ->
+    Node = case mnesia:table_info(Frag, where_to_read) of
+               nowhere -> error({fraghash, no_active_replica, Frag});
+               N -> N
+           end,
+    Owner = self(),
+    {Pid, Ref} = spawn_monitor(Node, fun() -> read_chunks(Owner, Frag, Spec) end),
+    fold_chunks(Pid, Ref, Fun, Acc0).
+
+fold_chunks(Pid, Ref, Fun, Acc) ->
+    receive
+        {Pid, chunk, Chunk} ->
+            Acc2 = Fun(Chunk, Acc),
+            Pid ! {self(), next},
+            fold_chunks(Pid, Ref, Fun, Acc2);
+        {'DOWN', Ref, process, Pid, done} ->
+            Acc;
+        {'DOWN', Ref, process, Pid, Why} ->
+            error({fraghash, select_failed, Why})
     end.
 
-dets_chunks('$end_of_table', _Keep, Kept) ->
-    lists:append(lists:reverse(Kept));
-dets_chunks({error, Reason}, _Keep, _Kept) ->
-    error({dets_select_failed, Reason});
-dets_chunks({Results, Cont}, Keep, Kept) ->
-    dets_chunks(dets:select(Cont), Keep, [[R || R <- Results, Keep(R)] | Kept]).
+%% The reader of fold/4, on a node holding `Frag': sends each chunk, then
+%% waits for the owner to ask for the next.
+read_chunks(Owner, Frag, Spec) ->
+    OwnerRef = monitor(process, Owner),
+    Storage = mnesia_lib:val({Frag, storage_type}),
+    mnesia_lib:db_fixtable(Storage, Frag, true),
+    try
+        send_chunks(Owner, OwnerRef, Storage, Spec,
+                    mnesia_lib:db_select_init(Storage, Frag, Spec, ?CHUNK))
+    after
+        mnesia_lib:db_fixtable(Storage, Frag, false)
+    end,
+    exit(done).
+
+send_chunks(_Owner, _OwnerRef, _Storage, _Spec, '$end_of_table') ->
+    ok;
+send_chunks(_Owner, _OwnerRef, _Storage, _Spec, {error, Reason}) ->
+    exit({select_failed, Reason});
+send_chunks(Owner, OwnerRef, Storage, Spec, {Results, Cont}) ->
+    Owner ! {self(), chunk, Results},
+    receive
+        {Owner, next} ->
+            send_chunks(Owner, OwnerRef, Storage, Spec,
+                        mnesia_lib:db_select_cont(Storage, Cont, Spec));
+        {'DOWN', OwnerRef, process, Owner, _} ->
+            ok
+    end.
 
 %% @doc Dumps Mnesia's log into its tables' files (`mnesia:dump_log/0'),
 %% from a process of its own: a dump that fails (a full disc) stops Mnesia,

@@ -68,12 +68,13 @@ disc_safety_test_() ->
                      {Op, Step} <- steps()]}
      end}.
 
-%% The steps of an add and a del (fraghash_grow, fraghash_grow_del), the
-%% same for every storage type.
+%% The steps of an add and a del (fraghash_grow), the same for every
+%% storage type.
 steps() ->
-    [{add, S} || S <- [grow_create, grow_copy, grow_switch, grow_switched, grow_clean]]
-        ++ [{del, S} || S <- [grow_del_copy, grow_del_switch, grow_del_switched, grow_del_clean,
-                              grow_del_dropped]].
+    [{add, S} || S <- [grow_create, grow_copy, grow_switch, grow_switch_locked, grow_switched,
+                       grow_clean]]
+        ++ [{del, S} || S <- [grow_del_copy, grow_del_switch, grow_del_switch_locked,
+                              grow_del_switched, grow_del_dropped]].
 
 setup() ->
     fraghash_test_support:quiet_overload(),
@@ -176,16 +177,14 @@ racing_write_then_delete() ->
     [K | _] = [K || K <- lists:seq(?RECORDS + 1, ?RECORDS * 10),
                     Mod:key_to_frag_number(S2, K) =:= N + 1],
     Writer = racing_writer(Tab, K),
-    ok = add_with_hook(Tab, racing_hook(Tab, Writer, grow_switch_locked, grow_switched, none)),
+    ok = add_with_hook(Tab, racing_hook(Tab, Writer, grow_switch_locked, none)),
     receive {writer_done, WriterResult} -> ?assertEqual({ok, ok}, WriterResult) end,
     assert_gone(Tab, K).
 
 %% The same race in a del (the writer's first transaction writes a new key
-%% into the last fragment after the switch, its second deletes it from the
-%% fragment the key now routes to), and the del stopped once cleaning is
-%% done, before the last fragment is dropped: recovery runs cleaning again,
-%% without the watch of the destinations the first run had, from a last
-%% fragment that still holds the racing write. The key must stay deleted.
+%% routed to the last fragment, its second deletes it), and the del stopped
+%% before the last fragment is dropped: recovery drops it. The key must
+%% stay deleted.
 racing_write_then_delete_del() ->
     Tab = safety_racing_write_del,
     ok = create(Tab, mnesia_frag_slots, n_disc_copies),
@@ -197,7 +196,7 @@ racing_write_then_delete_del() ->
     Dest = fraghash_frag:frag_name(Tab, Mod:key_to_frag_number(S2, K)),
     Writer = racing_writer(Tab, K),
     fraghash_frag:set_step_hook(
-      racing_hook(Tab, Writer, grow_del_switch_locked, grow_del_switched, grow_del_drop)),
+      racing_hook(Tab, Writer, grow_del_switch_locked, grow_del_drop)),
     {Pid, Ref} = spawn_monitor(fun() -> fraghash_frag:del_frag(Tab) end),
     receive {'DOWN', Ref, process, Pid, Why} -> ?assertEqual(interrupted, Why) end,
     fraghash_frag:set_step_hook(undefined),
@@ -208,78 +207,76 @@ racing_write_then_delete_del() ->
     ?assertEqual({Mod, S2, N - 1}, fraghash_frag:hash(Tab)),
     assert_gone(Tab, K).
 
-%% A writer whose first transaction begins now (reading another table, so
-%% that it is older than the operation's switch and holds no lock of it),
-%% waits for `go', then writes `K' into `Tab' through `mnesia_frag', and
-%% whose second transaction deletes `K'; it reports both answers to the
-%% process that sends it `{report_to, Pid}'. Returns once the first
-%% transaction has begun.
+%% A writer whose first transaction begins as the operation copies
+%% (`begin_writer/1'; reading another table, so that it is older than the
+%% operation's switch and holds no lock of it), waits for `go', then writes
+%% `K' into `Tab' through `mnesia_frag', and whose second transaction
+%% deletes `K'; it reports both answers to the process that sends it
+%% `{report_to, Pid}'.
 racing_writer(Tab, K) ->
     Aux = list_to_atom(atom_to_list(Tab) ++ "_aux"),
     {atomic, ok} = mnesia:create_table(Aux, [{attributes, [key, val]}]),
-    Self = self(),
-    Writer = spawn_link(
-               fun() ->
-                       Wrote = waiting_transaction(Self, Aux, K,
+    spawn_link(fun() ->
+                       Wrote = waiting_transaction(Aux, K,
                                                    fun() -> mnesia:write({Tab, K, racing}) end),
                        Deleted = mnesia:activity(transaction, fun() -> mnesia:delete({Tab, K}) end,
                                                  [], mnesia_frag),
                        receive {report_to, P} -> P ! {writer, {Wrote, Deleted}} end
-               end),
-    receive {writer, started} -> ok end,
-    Writer.
+               end).
 
-%% The step hook of a racing writer's test: at `Locked' (the switch holds
-%% its locks) the writer goes, and queues for them; at `Switched' the
-%% operation waits for both of its transactions, and sends their answers
-%% to this process as `{writer_done, Answers}'; at `Stop' (`none': nowhere)
-%% the operation dies.
-racing_hook(Tab, Writer, Locked, Switched, Stop) ->
+%% The step hook of a racing writer's test: as the operation copies, the
+%% writer begins its first transaction; at `Locked' (the fence holds the
+%% sources) the writer goes, routes with the state from before the switch
+%% and restarts until the fence is gone; once it is (as cleaning or the
+%% drop begins) the operation waits for both of the writer's transactions,
+%% and sends their answers to this process as `{writer_done, Answers}';
+%% then, if `Stop' is that step, the operation dies.
+racing_hook(Tab, Writer, Locked, Stop) ->
     Test = self(),
-    fun(T, Step) when T =:= Tab, Step =:= Locked ->
+    Copy = copy_step(Locked),
+    Released = released_step(Locked),
+    fun(T, Step) when T =:= Tab, Step =:= Copy ->
+            begin_writer(Writer);
+       (T, Step) when T =:= Tab, Step =:= Locked ->
             Writer ! go,
             timer:sleep(300);
-       (T, Step) when T =:= Tab, Step =:= Switched ->
+       (T, Step) when T =:= Tab, Step =:= Released ->
             Writer ! {report_to, self()},
             receive {writer, Result} -> Test ! {writer_done, Result}
             after 20000 -> exit(writer_stuck)
-            end;
-       (T, Step) when T =:= Tab, Step =:= Stop ->
-            exit(interrupted);
+            end,
+            [exit(interrupted) || Step =:= Stop];
        (_, _) ->
             ok
     end.
 
-%% The routing race at its widest: a writer's transaction, begun before
-%% the add, routes a key the add moves with the state from before the
-%% switch, and asks for the lock on the fragment the key leaves only
-%% later, past every table lock the add takes (here: 3 s later, or when
-%% cleaning is done, whichever comes first). Its delete is acknowledged,
-%% so the key must end deleted: cleaning must wait for that transaction
-%% rather than copy the key's old value and leave the delete to an empty
-%% donor.
+%% The routing race at its widest: a writer's transaction, begun while the
+%% add copies, is let go once cleaning is done (or after 3 s, whichever
+%% comes first), and only then deletes a key the add moves. Its delete is
+%% acknowledged, so the key must end deleted: it routes with whichever
+%% state the table has when it asks for its lock, and the fence restarts
+%% it meanwhile.
 late_lock_delete() ->
     Tab = safety_late_lock,
-    {Mod, S, _S2, _N, K} = key_an_add_moves(Tab, safety_late_lock_aux),
-    Donor = fraghash_frag:frag_name(Tab, Mod:key_to_frag_number(S, K)),
+    {_Mod, _S, _S2, _N, K} = key_an_add_moves(Tab, safety_late_lock_aux),
     Self = self(),
     Writer = spawn_link(
                fun() ->
-                       Result = mnesia:transaction(
+                       receive {begin_tx, From} -> ok end,
+                       Result = mnesia:activity(
+                                  transaction,
                                   fun() ->
                                           _ = mnesia:read(safety_late_lock_aux, K, read),
-                                          %% Routed now, with the state before the switch.
-                                          Self ! {writer, started},
-                                          receive go -> ok after 3000 -> ok end,
-                                          mnesia:delete({Donor, K})
-                                  end),
+                                          first_run(From, 3000),
+                                          mnesia:delete({Tab, K})
+                                  end, [], mnesia_frag),
                        Self ! {writer, Result}
                end),
-    receive {writer, started} -> ok end,
-    ok = add_with_hook(Tab, fun(T, grow_done) when T =:= Tab -> Writer ! go;
+    ok = add_with_hook(Tab, fun(T, grow_copy) when T =:= Tab -> begin_writer(Writer);
+                               (T, grow_done) when T =:= Tab -> Writer ! go;
                                (_, _) -> ok
                             end),
-    receive {writer, WriterResult} -> ?assertEqual({atomic, ok}, WriterResult) end,
+    receive {writer, WriterResult} -> ?assertEqual(ok, WriterResult) end,
     assert_gone(Tab, K).
 
 %% A writer replaces a bag key's record (a delete, then a write, as the
@@ -314,22 +311,21 @@ bag_split_writer(Op) ->
     ?assertEqual(0, fraghash_frag:stale_copies(Tab)).
 
 %% A key written just before an add's switch (its copy rounds are done) is
-%% copied once more by the switch's check, under its locks: that last copy
-%% is journaled beside the moved records. A writer older than the switch
-%% then writes the key through the state from before it, waits for the
-%% switch's lock on the donor, and commits after the switch; the add dies
-%% there, before cleaning. Recovery must take the donor's value (the
-%% writer's, later than the copy): it tells so only from the copy being the
-%% last one made, which it knows from the journal's last copies. Without
-%% them it takes the copy for a writer's change since the switch, and the
-%% writer's acknowledged value is lost.
+%% copied once more under the fence. A writer whose transaction began
+%% while the add copied then writes the key, routed with the state from
+%% before the switch, while the fence holds the donor; the add dies once
+%% the switch committed, before cleaning. The writer restarts until the
+%% fence is gone, then routes with the new state: recovery keeps its
+%% value, and no stale copy is left.
 last_copy_then_writer() ->
     Tab = safety_last_copy,
     {Mod, _S, S2, N, K} = key_an_add_moves(Tab, safety_last_copy_aux),
     Write = fun(V) -> fun() -> mnesia:write({Tab, K, V}) end end,
     Writer = older_writer(safety_last_copy_aux, K, Write(waited)),
     fraghash_frag:set_step_hook(
-      fun(T, grow_switch) when T =:= Tab ->
+      fun(T, grow_copy) when T =:= Tab ->
+              begin_writer(Writer);
+         (T, grow_switch) when T =:= Tab ->
               %% A writer of its own: the operation's own writes are not
               %% watched.
               {P, R} = spawn_monitor(
@@ -351,8 +347,6 @@ last_copy_then_writer() ->
     fraghash_frag:set_step_hook(undefined),
     %% The writer committed (after the switch): its answer is in.
     receive {writer, WriterResult} -> ?assertEqual(ok, WriterResult) end,
-    %% The switch's check copied the key once more, and journaled it.
-    ?assertEqual([K], [Key || {_Frag, Key} <- maps:keys(fraghash_journal:last_copies(Tab))]),
     ok = fraghash_frag:recover(),
     ?assertEqual({Mod, S2, N + 1}, fraghash_frag:hash(Tab)),
     ?assertEqual([{Tab, K, waited}],
@@ -371,31 +365,52 @@ key_an_add_moves(Tab, Aux) ->
     [K | _] = [K || K <- lists:seq(1, ?RECORDS), Mod:key_to_frag_number(S2, K) =:= N + 1],
     {Mod, S, S2, N, K}.
 
-%% A writer that runs `Ops()' through `mnesia_frag' in a transaction begun
-%% now (reading `Aux', so that it is older than the add's switch and holds
-%% no lock the add needs) once it gets `go', and sends its answer as
-%% `{writer, Answer}'. Returns once the transaction has begun.
+%% A writer that runs `Ops()' through `mnesia_frag' in a transaction it
+%% begins when the operation copies (`begin_writer/1', from the step hook),
+%% once it gets `go', and sends its answer as `{writer, Answer}'.
 older_writer(Aux, K, Ops) ->
     Self = self(),
-    Writer = spawn_link(
-               fun() ->
-                       Self ! {writer, waiting_transaction(Self, Aux, K, Ops)}
-               end),
-    receive {writer, started} -> ok end,
-    Writer.
+    spawn_link(fun() -> Self ! {writer, waiting_transaction(Aux, K, Ops)} end).
 
-%% Runs `Ops()' through `mnesia_frag' in a transaction that first reads
-%% `Aux' (so that it exists, older than anything begun later, holding no
-%% lock of the table written), tells `Test' `{writer, started}', and waits
-%% for `go'. Returns the activity's answer.
-waiting_transaction(Test, Aux, K, Ops) ->
+%% Waits for `{begin_tx, From}', then runs `Ops()' through `mnesia_frag' in
+%% a transaction that first reads `Aux' (holding no lock of the table
+%% written), tells `From' `{writer, started}' and waits for `go' (the first
+%% time its fun runs: Mnesia runs it again when it restarts the
+%% transaction). Returns the activity's answer.
+waiting_transaction(Aux, K, Ops) ->
+    receive {begin_tx, From} -> ok end,
     mnesia:activity(transaction,
                     fun() ->
                             _ = mnesia:read(Aux, K, read),
-                            Test ! {writer, started},
-                            receive go -> ok after 20000 -> exit(no_go) end,
+                            first_run(From, 20000),
                             Ops()
                     end, [], mnesia_frag).
+
+%% In a writer's transaction: the first time, tells `From' it began and
+%% waits for `go' (up to `Ms'); later runs go on at once.
+first_run(From, Ms) ->
+    case get(racing_started) of
+        undefined ->
+            put(racing_started, true),
+            From ! {writer, started},
+            receive go -> ok after Ms -> ok end;
+        true ->
+            ok
+    end.
+
+%% From the step hook: lets `Writer' begin its transaction, and waits until
+%% it has.
+begin_writer(Writer) ->
+    Writer ! {begin_tx, self()},
+    receive {writer, started} -> ok end.
+
+%% The step at which an operation copies, and the first after its fence
+%% is gone, for its step under the fence.
+copy_step(grow_switch_locked) -> grow_copy;
+copy_step(grow_del_switch_locked) -> grow_del_copy.
+
+released_step(grow_switch_locked) -> grow_clean;
+released_step(grow_del_switch_locked) -> grow_del_drop.
 
 %% Runs `Op' (`add' or `del') on `Tab' and lets `Writer' (`older_writer/3')
 %% go while the switch holds its locks, so that it routes with the state
@@ -405,7 +420,10 @@ releasing(Tab, Op, Writer) ->
                  add -> grow_switch_locked;
                  del -> grow_del_switch_locked
              end,
-    fraghash_frag:set_step_hook(fun(T, Step) when T =:= Tab, Step =:= Locked ->
+    Copy = copy_step(Locked),
+    fraghash_frag:set_step_hook(fun(T, Step) when T =:= Tab, Step =:= Copy ->
+                                        begin_writer(Writer);
+                                   (T, Step) when T =:= Tab, Step =:= Locked ->
                                         Writer ! go,
                                         timer:sleep(300);
                                    (_, _) ->

@@ -56,10 +56,10 @@ grow_test_() ->
                                  fun orphan/0}}]
               ++ [{timeout, ?T, {"stopped at " ++ atom_to_list(Step) ++ ", then recovered",
                                  fun() -> stopped_at(Step) end}}
-                  || Step <- [grow_create, grow_copy, grow_switch, grow_switched, grow_clean,
-                              grow_marked, grow_done, grow_del_copy, grow_del_switch, grow_del_switched,
-                              grow_del_clean, grow_del_drop, grow_del_dropped,
-                              grow_del_done]]}
+                  || Step <- [grow_create, grow_copy, grow_switch, grow_switch_locked,
+                              grow_switched, grow_clean, grow_done, grow_del_copy,
+                              grow_del_switch, grow_del_switch_locked, grow_del_switched,
+                              grow_del_drop, grow_del_dropped, grow_del_done]]}
      end}.
 
 %%% A hidden fragment
@@ -84,7 +84,7 @@ hidden(Mod) ->
     ?assertEqual(Before, contents(Tab)),
     %% A state other than the one expected: refused, nothing changed.
     ?assertMatch({aborted, {fraghash, changed_underneath, _}},
-                 fraghash_grow_schema:switch(Tab, [{Tab, not_the_state, S}], [], fun() -> ok end)),
+                 fraghash_grow_schema:switch(Tab, [{Tab, not_the_state, S}], [])),
     {atomic, ok} = mnesia:delete_table(Tab).
 
 %%% An add
@@ -109,7 +109,7 @@ add(Mod) ->
     ok = mnesia:start(),
     ok = mnesia:wait_for_tables(mnesia:system_info(tables), 30000),
     check_after(Tab, Before),
-    ?assertEqual({atomic, ok}, fraghash_grow:add_frag(Tab, [node()])),
+    ?assertEqual({atomic, ok}, fraghash_grow:add_frag(Tab, [node()], none)),
     check_after(Tab, Before),
     {atomic, ok} = mnesia:delete_table(Tab).
 
@@ -324,8 +324,8 @@ stopped_at(Step) ->
                                      end),
     try
         ?assertError(stopped_here, case Op of
-                                       add -> fraghash_grow:add_frag(Tab, [node()]);
-                                       del -> fraghash_grow_del:del_frag(Tab)
+                                       add -> fraghash_grow:add_frag(Tab, [node()], none);
+                                       del -> fraghash_grow:del_frag(Tab)
                                    end)
     after
         fraghash_frag:set_step_hook(undefined)
@@ -333,10 +333,8 @@ stopped_at(Step) ->
     ?assertEqual(ok, fraghash_frag:recover(Tab)),
     ?assertEqual(none, fraghash_journal:read(Tab)),
     {_, State, N} = fraghash_frag:hash(Tab),
-    Switched = lists:member(Step, [grow_switched, grow_clean, grow_marked, grow_done,
-                                   grow_del_switched,
-                                   grow_del_clean, grow_del_drop, grow_del_dropped,
-                                   grow_del_done]),
+    Switched = lists:member(Step, [grow_switched, grow_clean, grow_done, grow_del_switched,
+                                   grow_del_drop, grow_del_dropped, grow_del_done]),
     case Switched of
         true -> ?assertEqual({S2, N2}, {State, N});
         false -> ?assertEqual({S, 4}, {State, N})

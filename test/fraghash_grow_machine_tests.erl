@@ -1,0 +1,94 @@
+%% The growth path's state machine (`fraghash_grow_machine'), without
+%% Mnesia: the phases in order, what the schema shows, and the recovery
+%% decision for every pair of phase and observation, each written out.
+-module(fraghash_grow_machine_tests).
+
+-include_lib("eunit/include/eunit.hrl").
+
+-import(fraghash_grow_machine, [phases/1, first_phase/1, next_phase/2, observe/3, recovery/3]).
+
+phases_test() ->
+    ?assertEqual([creating, copying, switching, cleaning], phases(add)),
+    ?assertEqual([copying, switching, dropping], phases(del)),
+    ?assertEqual(creating, first_phase(add)),
+    ?assertEqual(copying, first_phase(del)),
+    ?assertEqual([copying, switching, cleaning, done],
+                 [next_phase(add, P) || P <- phases(add)]),
+    ?assertEqual([switching, dropping, done], [next_phase(del, P) || P <- phases(del)]).
+
+%% An add from 4 fragments, states `f' to `t'; a del from 4, the same.
+observe_test() ->
+    Add = {4, f, t},
+    ?assertEqual(untouched, observe(add, Add, {f, 4})),
+    ?assertEqual(hidden, observe(add, Add, {f, 5})),
+    ?assertEqual(switched, observe(add, Add, {t, 5})),
+    ?assertEqual(unexpected, observe(add, Add, {t, 4})),
+    ?assertEqual(unexpected, observe(add, Add, {f, 6})),
+    ?assertEqual(unexpected, observe(add, Add, {other, 5})),
+    Del = {4, f, t},
+    ?assertEqual(hidden, observe(del, Del, {f, 4})),
+    ?assertEqual(switched, observe(del, Del, {t, 4})),
+    ?assertEqual(dropped, observe(del, Del, {t, 3})),
+    ?assertEqual(unexpected, observe(del, Del, {f, 3})),
+    ?assertEqual(unexpected, observe(del, Del, {f, 5})),
+    ?assertEqual(unexpected, observe(del, Del, {other, 4})).
+
+%% Every phase an entry can name, against every observation, with the
+%% action and why. A kill can land anywhere in a phase: before any of its
+%% effects, between two, or after all of them (before the next phase is
+%% written); each row is the state one of those leaves.
+recovery_table() ->
+    [%% add, creating: the hidden fragment's schema change committed or not.
+     {add, creating, untouched, forget},     % killed before add_hidden committed
+     {add, creating, hidden, rollback},      % after it: the fragment is dropped
+     {add, creating, switched, unexpected},
+     {add, creating, dropped, unexpected},
+     %% add, copying: copies in the hidden fragment only.
+     {add, copying, untouched, forget},      % a rollback dropped it, then a kill
+     {add, copying, hidden, rollback},
+     {add, copying, switched, unexpected},   % no switch before `switching'
+     {add, copying, dropped, unexpected},
+     %% add, switching: the switch committed or not.
+     {add, switching, untouched, forget},    % an undo that a kill cut short
+     {add, switching, hidden, rollback},     % fenced or copying last, not switched
+     {add, switching, switched, clean},      % switched: go forward
+     {add, switching, dropped, unexpected},
+     %% add, cleaning: switched; deleting the donors' copies again is safe.
+     {add, cleaning, untouched, unexpected},
+     {add, cleaning, hidden, unexpected},
+     {add, cleaning, switched, clean},
+     {add, cleaning, dropped, unexpected},
+     %% del, copying: copies hidden in the destinations.
+     {del, copying, untouched, unexpected},
+     {del, copying, hidden, rollback},
+     {del, copying, switched, unexpected},
+     {del, copying, dropped, unexpected},
+     %% del, switching.
+     {del, switching, untouched, unexpected},
+     {del, switching, hidden, rollback},
+     {del, switching, switched, drop},
+     {del, switching, dropped, unexpected},  % the drop comes after `dropping'
+     %% del, dropping: switched; the drop committed or not.
+     {del, dropping, untouched, unexpected},
+     {del, dropping, hidden, unexpected},
+     {del, dropping, switched, drop},
+     {del, dropping, dropped, finish}].
+
+recovery_test_() ->
+    [{lists:concat([Op, " ", Phase, " ", Observed, " -> ", Action]),
+      ?_assertEqual(Action, recovery(Op, Phase, Observed))}
+     || {Op, Phase, Observed, Action} <- recovery_table()].
+
+%% The table covers every phase of each operation against every
+%% observation, `unexpected' included.
+recovery_table_complete_test() ->
+    Observations = [untouched, hidden, switched, dropped],
+    Expected = lists:sort([{Op, P, O} || Op <- [add, del], P <- phases(Op), O <- Observations]),
+    ?assertEqual(Expected, lists:sort([{Op, P, O} || {Op, P, O, _} <- recovery_table()])),
+    [?assertEqual(unexpected, recovery(Op, P, unexpected)) || Op <- [add, del], P <- phases(Op)].
+
+%% Forward only once the switch can have committed: every action other than
+%% undoing needs `switching' or later.
+forward_only_after_switching_test() ->
+    [?assert(lists:member(P, [switching, cleaning, dropping]))
+     || {_Op, P, _O, A} <- recovery_table(), lists:member(A, [clean, drop, finish])].
