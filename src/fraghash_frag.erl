@@ -22,10 +22,11 @@
 %% `stale_copies/1', `loadable_tables/0').
 -module(fraghash_frag).
 
--export([add_frag/2, relieve/3, del_frag/1, recover/0, recover/1, loadable_tables/0,
-         check_replicas/1, stale_copies/1, repair/1,
+-export([add_frag/2, relieve/3, del_frag/1, change_hash_module/2, change_hash_module/3,
+         recover/0, recover/1, loadable_tables/0, check_replicas/1,
+         stale_copies/1, repair/1,
          hash/1, frag_name/2, disc_bytes/1, set_step_hook/1]).
--export([distribution/1, info/1]).
+-export([distribution/1, info/1, operations/0, set_progress_hook/1]).
 
 
 
@@ -76,6 +77,37 @@ do_relieve(Tab, Nodes, Which) ->
 -spec del_frag(atom()) -> {atomic, ok} | {aborted, term()}.
 del_frag(Tab) ->
     operation(Tab, fun() -> do_del_frag(Tab) end).
+
+%% @doc {@link change_hash_module/3} with Mnesia's default initial state
+%% (`undefined', as a table created without `hash_state' gets).
+-spec change_hash_module(atom(), module()) -> {atomic, ok} | {aborted, term()}.
+change_hash_module(Tab, Mod) ->
+    change_hash_module(Tab, Mod, undefined).
+
+%% @doc Moves `Tab' to hash module `Mod' (for example from
+%% `mnesia_frag_hash' to `mnesia_frag_slots'), online and crash-safely, as
+%% an operation of the growth path: the new state is
+%% `Mod:init_state(Tab, InitArg)' grown to the table's fragment count, as
+%% Mnesia builds it for a new table (for fraghash's modules `InitArg' is
+%% the options list, see `fraghash_mnesia'); every record the new module
+%% places in another fragment is copied there while writers go on, the
+%% module and state switch at once, and the copies left behind are
+%% deleted. A table with foreign-key tables is refused
+%% (`rehash_foreign_keys'), as is a module without the five
+%% `mnesia_frag_hash' callbacks (`bad_hash_module').
+-spec change_hash_module(atom(), module(), term()) -> {atomic, ok} | {aborted, term()}.
+change_hash_module(Tab, Mod, InitArg) ->
+    Callbacks = [{init_state, 2}, {add_frag, 1}, {del_frag, 1}, {key_to_frag_number, 2},
+                 {match_spec_to_frag_numbers, 2}],
+    case is_atom(Mod) andalso code:ensure_loaded(Mod) =:= {module, Mod} andalso
+        lists:all(fun({F, A}) -> erlang:function_exported(Mod, F, A) end, Callbacks) of
+        true ->
+            operation(Tab, fun() -> fraghash_grow:rehash(Tab, Mod, InitArg) end);
+        false ->
+            {aborted, refusal(bad_hash_module, "~0tp is not a loadable module with the five "
+                              "mnesia_frag_hash callbacks: name one (mnesia_frag_slots, say)",
+                              [Mod])}
+    end.
 
 %% @doc The tables to wait for after `mnesia:start()', before {@link
 %% recover/0}: every table but a fragment table beyond its table's count.
@@ -154,7 +186,7 @@ recover_locked(Tab) ->
         case fraghash_journal:read(Tab) of
             none -> ok;
             stale -> fraghash_journal:delete(Tab);
-            #{version := 2, op := Op} = Entry when Op =:= add; Op =:= del ->
+            #{version := 2, op := Op} = Entry when Op =:= add; Op =:= del; Op =:= rehash ->
                 fraghash_grow:recover(Tab, Entry);
             #{op := Op} -> {error, unknown_entry(Tab, Op)}
         end
@@ -453,3 +485,18 @@ distribution(Tab) ->
 -spec info(atom()) -> map() | {error, {fraghash, atom(), string()}}.
 info(Tab) ->
     when_running(fun() -> fraghash_frag_info:info(Tab) end, fun(Reason) -> {error, Reason} end).
+
+%% @doc The growth operations pending or under way, with their progress:
+%% see {@link fraghash_frag_info:operations/0}.
+%% `{error, {fraghash, mnesia_not_running, Text}}' when Mnesia is not
+%% running here.
+-spec operations() -> [map()] | {error, {fraghash, atom(), string()}}.
+operations() ->
+    when_running(fun fraghash_frag_info:operations/0, fun(Reason) -> {error, Reason} end).
+
+%% @doc Installs `Fun(Report)', called in an operation's process with its
+%% progress (a map, as {@link operations/0} gives them) at each phase and
+%% at most once a second while it runs; `undefined' removes it. The same
+%% is told to `logger' (level `notice') every 10 s and at each phase.
+-spec set_progress_hook(fun((map()) -> any()) | undefined) -> ok.
+set_progress_hook(Fun) -> fraghash_grow_progress:set_hook(Fun).

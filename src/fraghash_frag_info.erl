@@ -2,12 +2,13 @@
 %% records and bytes per fragment and how even they are
 %% ({@link distribution/1}), and the hash module, state and fragment count
 %% ({@link info/1}), and whether every copy of each fragment holds the same
-%% records ({@link replicas/1}). Reads only; `fraghash_frag' offers the
-%% first two.
+%% records ({@link replicas/1}); and the growth operations pending or under
+%% way ({@link operations/0}). Reads only; `fraghash_frag' offers all of
+%% them (the replicas as `check_replicas/1').
 -module(fraghash_frag_info).
 
 -export([distribution/1, info/1, fragment_size/1, replicas/1, running_replicas/1,
-         local_digest/1]).
+         local_digest/1, operations/0]).
 
 -include("fraghash.hrl").
 
@@ -245,3 +246,35 @@ table_hash(Tab) ->
             end
     end.
 
+
+%% @doc The growth operations pending or under way, on every table with a
+%% journal entry: one map each, with `table', `op' (`add', a relieve among
+%% them, or `del'), `phase' (`fraghash_grow_machine'), `node' (the node that
+%% began it), `started' (`erlang:system_time(millisecond)') and `running':
+%% `true' while that node runs it, with its progress (`elapsed_ms',
+%% `scanned' and `to_scan', the records of its sources read in this phase
+%% and held when it began, `written', those copied or deleted; see
+%% `fraghash_grow_progress'); `false' for one a crash interrupted, which
+%% `fraghash_frag:recover/0' finishes or undoes.
+-spec operations() -> [map()].
+operations() ->
+    case lists:member(fraghash_journal, mnesia:system_info(tables)) of
+        false ->
+            [];
+        true ->
+            [operation(T, E) || T <- fraghash_journal:pending(),
+                                E <- [catch fraghash_journal:read(T)], is_map(E)]
+    end.
+
+operation(Tab, Entry) ->
+    Node = maps:get(node, Entry, undefined),
+    Base = #{table => Tab, op => maps:get(op, Entry), phase => maps:get(phase, Entry),
+             node => Node, started => maps:get(started, Entry, undefined)},
+    Running = case lists:member(Node, mnesia:system_info(running_db_nodes)) of
+                  true -> catch erpc:call(Node, fraghash_grow_progress, read, [Tab], 5000);
+                  false -> none
+              end,
+    case Running of
+        #{} = Progress -> maps:merge(Base, Progress#{running => true});
+        _ -> Base#{running => false}
+    end.

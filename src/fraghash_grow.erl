@@ -42,7 +42,7 @@
 %% writes, made durable on every kind of disc copy by `fraghash_durable'.
 -module(fraghash_grow).
 
--export([add_frag/3, del_frag/1, recover/2]).
+-export([add_frag/3, del_frag/1, rehash/3, recover/2]).
 
 -import(fraghash_tab, [hash/1, frag_name/2, step/2]).
 
@@ -69,12 +69,32 @@ add_frag(Tab, Nodes, Relieve) ->
 del_frag(Tab) ->
     begin_op(Tab, del, fun planned_del/1, #{}).
 
+%% @doc Replaces `Tab''s hash module by `Mod', whose state is
+%% `Mod:init_state(Tab, InitArg)' grown to the table's fragment count (as
+%% Mnesia makes it for a new table), moving every record the new module
+%% places elsewhere. A table with foreign-key tables is refused. Returns
+%% once the new module and every moved record are durable where they are
+%% held.
+-spec rehash(atom(), module(), term()) -> {atomic, ok} | {aborted, term()}.
+rehash(Tab, Mod, InitArg) ->
+    case fraghash_grow_schema:foreigners(Tab) of
+        [] ->
+            begin_op(Tab, rehash, fun(P) -> planned_rehash(P, Mod, InitArg) end, #{});
+        [F | _] ->
+            {aborted, {fraghash, rehash_foreign_keys,
+                       lists:flatten(io_lib:format("~s has foreign-key tables (~s among them), "
+                                                   "whose placement follows its hash module: "
+                                                   "copy them into tables of the module wanted",
+                                                   [Tab, F]))}}
+    end.
+
 begin_op(Tab, Op, Plan, Run) ->
     case fraghash_grow_group:parts(Tab) of
         {ok, Parts0} ->
             Parts = [Plan(P) || P <- Parts0],
             Entry = #{op => Op, version => ?VERSION, n => maps:get(n, hd(Parts)),
-                      parts => Parts, phase => fraghash_grow_machine:first_phase(Op)},
+                      parts => Parts, phase => fraghash_grow_machine:first_phase(Op),
+                      node => node(), started => erlang:system_time(millisecond)},
             case first_entry(Tab, Entry) of
                 ok -> run(Tab, Entry, Run);
                 Refused -> Refused
@@ -97,6 +117,14 @@ planned_del(#{tab := T, mod := Mod, from := From, n := N} = Part) ->
     {To, _Iter, Lock} = Mod:del_frag(From),
     Part#{to => To, sources => [frag_name(T, N)],
           dests => [frag_name(T, I) || I <- lists:usort(Lock), I =/= N]}.
+
+%% A rehash's part: its new module and state, every fragment a source and
+%% a destination.
+planned_rehash(#{tab := T, n := N} = Part, Mod, InitArg) ->
+    To = lists:foldl(fun(_, S) -> element(1, Mod:add_frag(S)) end, Mod:init_state(T, InitArg),
+                     lists:seq(2, N)),
+    Frags = [frag_name(T, I) || I <- lists:seq(1, N)],
+    Part#{to => To, mod_to => Mod, sources => Frags, dests => Frags}.
 
 %% The journal's first entry: one that cannot be written refuses the
 %% operation, nothing done. A node holding a copy of one of the group's
@@ -134,15 +162,23 @@ write_first_entry(Tab, Entry) ->
 %% watch of the sources, which live from `copying' to the end of
 %% `switching', are kept in the process dictionary, so that whatever ends
 %% the run ends them too.
-run(Tab, Entry, Run) ->
+run(Tab, #{op := Op} = Entry, Run) ->
+    ok = fraghash_grow_progress:start(Tab, Op, maps:get(started, Entry,
+                                                        erlang:system_time(millisecond))),
     try
         run_phases(Tab, Entry, Run)
     after
         [fraghash_frag_watch:stop(W) || W <- [erase(fraghash_grow_watch)], W =/= undefined],
-        [fraghash_grow_fence:stop(F) || F <- [erase(fraghash_grow_fence)], F =/= undefined]
+        [fraghash_grow_fence:stop(F) || F <- [erase(fraghash_grow_fence)], F =/= undefined],
+        fraghash_grow_progress:stop(Tab)
     end.
 
-run_phases(Tab, #{op := Op, phase := Phase} = Entry, Run) ->
+run_phases(Tab, #{op := Op, phase := Phase, parts := Parts} = Entry, Run) ->
+    ToScan = case lists:member(Phase, [copying, cleaning]) of
+                 true -> lists:sum([mnesia:table_info(S, size) || S <- frags(Parts, sources)]);
+                 false -> 0
+             end,
+    ok = fraghash_grow_progress:phase(Tab, Phase, ToScan),
     case phase(Phase, Tab, Entry, Run) of
         next ->
             Next = fraghash_grow_machine:next_phase(Op, Phase),
@@ -172,7 +208,7 @@ phase(copying, Tab, #{op := Op, parts := Parts} = Entry, _Run) ->
     Watch = fraghash_frag_watch:start(frags(Parts, sources)),
     put(fraghash_grow_watch, Watch),
     step(Tab, op_step(Op, grow_copy, grow_del_copy)),
-    ok = fraghash_grow_copy:copy_all(where(Parts), Watch),
+    ok = fraghash_grow_copy:copy_all(where(Parts), Watch, progress(Tab)),
     ok = durable(Entry, hidden_count(Entry)),
     next;
 phase(switching, Tab, #{op := Op, parts := Parts} = Entry, _Run) ->
@@ -183,7 +219,7 @@ phase(switching, Tab, #{op := Op, parts := Parts} = Entry, _Run) ->
     step(Tab, op_step(Op, grow_switch_locked, grow_del_switch_locked)),
     ok = fraghash_grow_copy:last_copy(where(Parts), get(fraghash_grow_watch)),
     ok = durable(Entry, hidden_count(Entry)),
-    case fraghash_grow_schema:switch(Tab, changes(Parts, from, to), Sources) of
+    case fraghash_grow_schema:switch(Tab, switch_changes(Parts), Sources) of
         {atomic, ok} ->
             step(Tab, op_step(Op, grow_switched, grow_del_switched)),
             #{tab := Tab, to := To} = hd(Parts),
@@ -197,7 +233,7 @@ phase(switching, Tab, #{op := Op, parts := Parts} = Entry, _Run) ->
     end;
 phase(cleaning, Tab, #{parts := Parts} = Entry, _Run) ->
     step(Tab, grow_clean),
-    ok = fraghash_grow_copy:clean(where(Parts)),
+    ok = fraghash_grow_copy:clean(where(Parts), progress(Tab)),
     ok = durable(Entry, hidden_count(Entry)),
     step(Tab, grow_done),
     ok = fraghash_journal:delete(Tab),
@@ -210,12 +246,17 @@ phase(dropping, Tab, #{parts := Parts} = Entry, _Run) ->
     ok = finish(Tab, Entry),
     done.
 
-op_step(add, Add, _Del) -> Add;
-op_step(del, _Add, Del) -> Del.
+%% What the copy and cleaning tell of each chunk.
+progress(Tab) ->
+    fun(Read, Written) -> fraghash_grow_progress:chunk(Tab, Read, Written) end.
+
+%% The step names of a del are its own; a rehash's are an add's.
+op_step(del, _Add, Del) -> Del;
+op_step(_Op, Add, _Del) -> Add.
 
 %% The fragment count while the copies are hidden: an add's N+1, a del's N.
 hidden_count(#{op := add, n := N}) -> N + 1;
-hidden_count(#{op := del, n := N}) -> N.
+hidden_count(#{n := N}) -> N.
 
 %%% Recovering
 
@@ -223,10 +264,16 @@ hidden_count(#{op := del, n := N}) -> N.
 %% as the state machine decides from the entry's phase and the table's
 %% schema (`fraghash_grow_machine:recovery/3').
 -spec recover(atom(), map()) -> ok | {error, term()}.
-recover(Tab, #{op := Op, phase := Phase, n := N, parts := [#{from := From, to := To} | _]} = Entry) ->
+recover(Tab, #{op := Op, phase := Phase, n := N, parts := [Part | _]} = Entry) ->
     step(Tab, op_step(Op, grow_recover, grow_del_recover)),
-    {_Mod, State, Count} = hash(Tab),
-    Observed = fraghash_grow_machine:observe(Op, {N, From, To}, {State, Count}),
+    {Mod, State, Count} = hash(Tab),
+    Observed = case Part of
+                   #{mod_to := ModTo, mod := ModFrom, from := From, to := To} ->
+                       fraghash_grow_machine:observe(Op, {N, {ModFrom, From}, {ModTo, To}},
+                                                     {{Mod, State}, Count});
+                   #{from := From, to := To} ->
+                       fraghash_grow_machine:observe(Op, {N, From, To}, {State, Count})
+               end,
     case fraghash_grow_machine:recovery(Op, Phase, Observed) of
         forget ->
             [ok = clear_name(D) || Op =:= add, #{dests := [D]} <- maps:get(parts, Entry)],
@@ -273,8 +320,8 @@ undo(Tab, #{op := add, parts := Parts} = Entry) ->
     [ok = clear_name(frag_name(T, N)) || #{tab := T} <- Parts],
     ok = durable(Entry, N - 1),
     fraghash_journal:delete(Tab);
-undo(Tab, #{op := del, parts := Parts} = Entry) ->
-    step(Tab, grow_del_rollback),
+undo(Tab, #{op := Op, parts := Parts} = Entry) when Op =:= del; Op =:= rehash ->
+    step(Tab, op_step(Op, grow_rollback, grow_del_rollback)),
     ok = fraghash_grow_copy:remove_hidden(where(Parts)),
     ok = durable(Entry, hidden_count(Entry)),
     fraghash_journal:delete(Tab).
@@ -301,6 +348,11 @@ changes(Parts, Key) ->
 changes(Parts, HeldKey, NextKey) ->
     [{T, maps:get(HeldKey, P), maps:get(NextKey, P)} || #{tab := T} = P <- Parts].
 
+%% `{Table, From, To, Module}' per part: the states it holds and gets, and
+%% the hash module it gets.
+switch_changes(Parts) ->
+    [{T, From, To, maps:get(mod_to, P, Mod)} || #{tab := T, mod := Mod, from := From, to := To} = P <- Parts].
+
 %% The fragments the parts name under `Key'.
 frags(Parts, Key) ->
     lists:append([maps:get(Key, P) || P <- Parts]).
@@ -309,9 +361,10 @@ frags(Parts, Key) ->
 where(Parts) ->
     maps:from_list([{S, route(P)} || P <- Parts, S <- maps:get(sources, P)]).
 
-route(#{tab := T, mod := Mod, pos := Pos, from := From, to := To, dests := Dests}) ->
-    Place = fun(State) -> fun(V) -> frag_name(T, Mod:key_to_frag_number(State, V)) end end,
-    #{pos => Pos, to => Place(To), from => Place(From), dests => Dests, by_key => Pos =:= 2}.
+route(#{tab := T, mod := Mod, pos := Pos, from := From, to := To, dests := Dests} = P) ->
+    Place = fun(M, State) -> fun(V) -> frag_name(T, M:key_to_frag_number(State, V)) end end,
+    #{pos => Pos, to => Place(maps:get(mod_to, P, Mod), To), from => Place(Mod, From),
+      dests => Dests, by_key => Pos =:= 2}.
 
 %% What was committed to fragments 1..N of the parts (those that exist)
 %% and to the journal, durable where they are held.

@@ -19,7 +19,7 @@
 %% sources still hold are deleted as they are found.
 -module(fraghash_grow_copy).
 
--export([copy_all/2, last_copy/2, clean/1, remove_hidden/1]).
+-export([copy_all/3, last_copy/2, clean/2, remove_hidden/1]).
 
 -export_type([where/0, route/0]).
 
@@ -48,14 +48,16 @@
 %% `Watcher' (started on the sources before), and copied again, every few
 %% chunks and in rounds after, until a round finds nothing or 8 rounds are
 %% done. What writers touch after that is copied under the fence
-%% ({@link last_copy/2}).
--spec copy_all(where(), fraghash_frag_watch:watch()) -> ok.
-copy_all(Where, Watcher) ->
+%% ({@link last_copy/2}). `Progress(Read, Copied)' is told of each chunk.
+-spec copy_all(where(), fraghash_frag_watch:watch(),
+               fun((non_neg_integer(), non_neg_integer()) -> ok)) -> ok.
+copy_all(Where, Watcher, Progress) ->
     Spec = [{'_', [], ['$_']}],
     maps:foreach(
       fun(S, Route) ->
               Copy = fun(Chunk, Count) ->
-                             ok = copy_chunk(Where, S, Route, Chunk),
+                             Copied = copy_chunk(Where, S, Route, Chunk),
+                             ok = Progress(length(Chunk), Copied),
                              case (Count + 1) rem ?DRAIN_EVERY of
                                  0 -> ok = copy_touched(Where, Watcher);
                                  _ -> ok
@@ -77,11 +79,20 @@ rounds(Where, Watcher, Left) ->
 %% @doc The last copy, made while the fence holds every source: no writer
 %% changes one any more, and every change made to one before is in the
 %% watch by now (the events of a commit reach a watcher before its locks
-%% are released). The sources are read without a lock, which the fence
-%% holds.
+%% are released). The sources are read, and the copies written, in a
+%% `sync_dirty' activity, which takes no lock: the fence holds the
+%% sources, and a rehash's destinations are sources too.
 -spec last_copy(where(), fraghash_frag_watch:watch()) -> ok.
 last_copy(Where, Watcher) ->
-    copy_touched(Where, Watcher).
+    case touched(Where, Watcher) of
+        [] ->
+            ok;
+        Items ->
+            lists:foreach(fun(Batch) ->
+                                  ok = mnesia:activity(sync_dirty,
+                                                       fun() -> put_batch(Where, Batch) end)
+                          end, chunks(lists:usort(Items)))
+    end.
 
 copy_touched(Where, Watcher) ->
     case touched(Where, Watcher) of
@@ -92,12 +103,13 @@ copy_touched(Where, Watcher) ->
 %% A chunk of source `S''s records, read by the bulk copy. One record per
 %% key in a `set' or `ordered_set' table: each moving one is written where
 %% it goes. A `bag' key's records may span two chunks: its items are
-%% copied whole (copy_items/2).
+%% copied whole (copy_items/2). Returns how many records moved.
 copy_chunk(Where, S, Route, Chunk) ->
     Moving = [R || R <- Chunk, moves(S, Route, R)],
     case mnesia:table_info(S, type) of
         bag ->
-            copy_items(Where, lists:usort([{S, element(2, R)} || R <- Moving]));
+            ok = copy_items(Where, lists:usort([{S, element(2, R)} || R <- Moving])),
+            length(Moving);
         _ ->
             To = fun(R) -> place(Route, to, R) end,
             Write = fun(Mine) ->
@@ -107,7 +119,7 @@ copy_chunk(Where, S, Route, Chunk) ->
                             ok
                     end,
             {atomic, _} = fraghash_tab:by_layout(lists:usort([To(R) || R <- Moving]), Write),
-            ok
+            length(Moving)
     end.
 
 %% Copies each item afresh: its source's moving records (read now) replace
@@ -117,8 +129,7 @@ copy_items(Where, Items) ->
     lists:foreach(fun(Batch) -> ok = copy_batch(Where, Batch) end, chunks(lists:usort(Items))).
 
 copy_batch(Where, Batch) ->
-    Reads = [{I, [R || R <- mnesia:dirty_read(S, K), moves(S, Route, R)], Route}
-             || {S, K} = I <- Batch, Route <- [maps:get(S, Where)]],
+    Reads = reads(Where, Batch),
     Dests = lists:usort([D || {I, Recs, Route} <- Reads, D <- dests(I, Recs, Route)]),
     Put = fun(Mine) ->
                   Mines = [{I, Recs, Route, [D || D <- dests(I, Recs, Route), Mine(D)]}
@@ -129,6 +140,17 @@ copy_batch(Where, Batch) ->
           end,
     {atomic, _} = fraghash_tab:by_layout(Dests, Put),
     ok.
+
+%% In a dirty activity: each item of `Batch' copied afresh.
+put_batch(Where, Batch) ->
+    [put_copies(I, Recs, Route, D) || {I, Recs, Route} <- reads(Where, Batch),
+                                      D <- dests(I, Recs, Route)],
+    ok.
+
+%% `{Item, MovingRecords, Route}' of each item of `Batch', read now.
+reads(Where, Batch) ->
+    [{I, [R || R <- mnesia:dirty_read(S, K), moves(S, Route, R)], Route}
+     || {S, K} = I <- Batch, Route <- [maps:get(S, Where)]].
 
 %% The fragments item `I''s copies go to (those of its moving records
 %% `Recs') or may be in: for a table placed by its key, where the key
@@ -181,16 +203,17 @@ touched(Where, Watcher) ->
 %% places elsewhere (their copies are where they are read now), reading
 %% the source in chunks and deleting each chunk's in one transaction, which
 %% holds the source's lock for that batch only. Idempotent: recovery runs
-%% it again after a kill.
--spec clean(where()) -> ok.
-clean(Where) ->
+%% it again after a kill. `Progress(Read, Deleted)' is told of each chunk.
+-spec clean(where(), fun((non_neg_integer(), non_neg_integer()) -> ok)) -> ok.
+clean(Where, Progress) ->
     maps:foreach(
       fun(S, Route) ->
               Spec = placing_spec(S, Route),
               Leave = fun(Chunk, ok) ->
                               Keys = lists:usort([K || {K, V} <- Chunk,
                                                        place_value(Route, to, V) =/= S]),
-                              ok = leave_source(S, Route, Keys)
+                              ok = leave_source(S, Route, Keys),
+                              Progress(length(Chunk), length(Keys))
                       end,
               ok = fraghash_tab:fold(S, Spec, Leave, ok)
       end, Where).
@@ -210,32 +233,33 @@ leave_source(S, Route, Keys) ->
     {atomic, ok} = mnesia:sync_transaction(Delete),
     ok.
 
-%% @doc Undoes the copies of a del that did not switch: deletes from each
-%% destination of the sources of `Where' every record the old state places
-%% in the source (no key reads one there), in chunks.
+%% @doc Undoes the copies of a del or a rehash that did not switch:
+%% deletes from each destination of the sources of `Where' every record the
+%% old state places in a source other than that destination (no key reads
+%% one there), in chunks, each destination read once.
 -spec remove_hidden(where()) -> ok.
 remove_hidden(Where) ->
-    maps:foreach(
-      fun(S, #{dests := Dests} = Route) ->
-              [ok = fraghash_tab:fold(D, [{'_', [], ['$_']}],
-                                      fun(Chunk, ok) -> remove_copies(S, Route, D, Chunk) end,
-                                      ok)
-               || D <- Dests]
-      end, Where).
+    Sources = maps:keys(Where),
+    Dests = lists:usort([D || #{dests := Ds} <- maps:values(Where), D <- Ds]),
+    lists:foreach(
+      fun(D) ->
+              [Route | _] = [R || #{dests := Ds} = R <- maps:values(Where), lists:member(D, Ds)],
+              Hidden = fun(R) -> F = place(Route, from, R), F =/= D andalso lists:member(F, Sources) end,
+              ok = fraghash_tab:fold(D, [{'_', [], ['$_']}],
+                                     fun(Chunk, ok) -> remove_copies(D, [R || R <- Chunk, Hidden(R)]) end,
+                                     ok)
+      end, Dests).
 
-remove_copies(S, Route, D, Chunk) ->
-    case [R || R <- Chunk, place(Route, from, R) =:= S] of
-        [] ->
-            ok;
-        Copies ->
-            Delete = fun() ->
-                             ok = lock_many([D || _ <- Copies], write),
-                             [ok = mnesia:delete_object(D, R, write) || R <- Copies],
-                             ok
-                     end,
-            {atomic, ok} = mnesia:sync_transaction(Delete),
-            ok
-    end.
+remove_copies(_D, []) ->
+    ok;
+remove_copies(D, Copies) ->
+    Delete = fun() ->
+                     ok = lock_many([D || _ <- Copies], write),
+                     [ok = mnesia:delete_object(D, R, write) || R <- Copies],
+                     ok
+             end,
+    {atomic, ok} = mnesia:sync_transaction(Delete),
+    ok.
 
 %%% Internals
 
@@ -252,10 +276,9 @@ place_value(Route, Which, V) ->
 place_key(Route, K) ->
     place_value(Route, to, K).
 
-%% `{Key, PlacingValue}' of each record of `S'.
-placing_spec(S, #{pos := Pos}) ->
-    [{setelement(2, mnesia:table_info(S, wild_pattern), '_'), [],
-      [{{{element, 2, '$_'}, {element, Pos, '$_'}}}]}].
+%% `{Key, PlacingValue}' of each record of a source.
+placing_spec(_S, #{pos := Pos}) ->
+    [{'_', [], [{{{element, 2, '$_'}, {element, Pos, '$_'}}}]}].
 
 %% Locks whole (`Kind': read or write), in the caller's transaction, each
 %% table that `Tabs' names ?WHOLE times or more, once for each key the

@@ -20,6 +20,10 @@
 %% fragments the target state sends them to, hidden there: the old state
 %% still routes them to the last fragment), `switching' (as for an add),
 %% `dropping' (the last fragment, which no key routes to, is deleted).</li>
+%% <li>`rehash' (a change of hash module, same fragment count): `copying'
+%% (every record the new module places in another fragment is copied
+%% there, hidden), `switching' (module and state replaced), `cleaning'
+%% (the moved records leave the fragments they came from).</li>
 %% </ul>
 %% What the schema shows (`observed()'), for an entry of `n' fragments:
 %% `untouched' (its `from' state, N fragments: an add's hidden fragment
@@ -33,7 +37,7 @@
 
 -export_type([op/0, phase/0, observed/0, action/0]).
 
--type op() :: add | del.
+-type op() :: add | del | rehash.
 -type phase() :: creating | copying | switching | cleaning | dropping.
 -type observed() :: untouched | hidden | switched | dropped | unexpected.
 %% `forget': nothing of the operation is left but its entry (and names a
@@ -46,7 +50,8 @@
 %% @doc The phases of `Op', in order.
 -spec phases(op()) -> [phase()].
 phases(add) -> [creating, copying, switching, cleaning];
-phases(del) -> [copying, switching, dropping].
+phases(del) -> [copying, switching, dropping];
+phases(rehash) -> [copying, switching, cleaning].
 
 %% @doc The phase `Op' begins in: the one its first journal entry names.
 -spec first_phase(op()) -> phase().
@@ -70,6 +75,8 @@ observe(add, {N, _From, To}, {To, N1}) when N1 =:= N + 1 -> switched;
 observe(del, {N, From, _To}, {From, N}) -> hidden;
 observe(del, {N, _From, To}, {To, N}) -> switched;
 observe(del, {N, _From, To}, {To, N1}) when N1 =:= N - 1 -> dropped;
+observe(rehash, {N, From, _To}, {From, N}) -> hidden;
+observe(rehash, {N, _From, To}, {To, N}) -> switched;
 observe(_Op, _Entry, _Now) -> unexpected.
 
 %% @doc The recovery decision: what finishes or undoes an operation of `Op'
@@ -98,4 +105,8 @@ recovery(del, switching, hidden) -> rollback;
 recovery(del, switching, switched) -> drop;
 recovery(del, dropping, switched) -> drop;
 recovery(del, dropping, dropped) -> finish;
+recovery(rehash, copying, hidden) -> rollback;
+recovery(rehash, switching, hidden) -> rollback;
+recovery(rehash, switching, switched) -> clean;
+recovery(rehash, cleaning, switched) -> clean;
 recovery(_Op, _Phase, _Observed) -> unexpected.

@@ -75,21 +75,23 @@ add_hidden(Tab, Nodes, States) ->
               mnesia_schema:insert_schema_ops(TidTs, lists:append(Ops))
       end).
 
-%% @doc Replaces each table's hash state (`{Table, From, To}' in
-%% `Changes', `Tab' and its foreign-key tables; same fragment count). The
+%% @doc Replaces each table's hash state and module (`{Table, From, To,
+%% Module}' in `Changes', `Tab' and its foreign-key tables; same fragment
+%% count). The
 %% caller's fence holds the fragments `Fenced' (`fraghash_grow_fence'),
 %% which the change must not ask for: the fence is older than it, and it
 %% would restart until the fence ends.
--spec switch(atom(), changes(), [atom()]) -> {atomic, ok} | {aborted, term()}.
+-spec switch(atom(), [{atom(), term(), term(), module()}], [atom()]) ->
+          {atomic, ok} | {aborted, term()}.
 switch(Tab, Changes, Fenced) ->
     {_Mod, _State, N} = hash(Tab),
     transaction(
       Tab, not lists:member(Tab, Fenced),
       fun(TidTs) ->
-              [ok = expect(T, From, N) || {T, From, _To} <- Changes],
+              [ok = expect(T, From, N) || {T, From, _To, _ToMod} <- Changes],
               mnesia_schema:insert_schema_ops(
-                TidTs, [{op, change_table_frag, {fraghash, switch}, tab_def(T, To, N)}
-                        || {T, _From, To} <- Changes])
+                TidTs, [{op, change_table_frag, {fraghash, switch}, tab_def(T, To, N, Mod)}
+                        || {T, _From, To, Mod} <- Changes])
       end).
 
 %% @doc Deletes the last fragment of each table in `Changes' (`Tab' and its
@@ -399,6 +401,14 @@ place(T, _Counts, Pool) ->
 %% `{add_frag, Nodes}' takes nodes or a `frag_dist' (`[{Node, Count}]').
 node_of({Node, _Count}) -> Node;
 node_of(Node) -> Node.
+
+%% The table definition of `Tab' (a new version) with hash state `State',
+%% `N' fragments and hash module `Mod'.
+tab_def(Tab, State, N, Mod) ->
+    Def = tab_def(Tab, State, N),
+    {frag_properties, Props} = lists:keyfind(frag_properties, 1, Def),
+    lists:keystore(frag_properties, 1, Def,
+                   {frag_properties, lists:keystore(hash_module, 1, Props, {hash_module, Mod})}).
 
 %% The table definition of `Tab' (a new version) with hash state `State'
 %% and `N' fragments.

@@ -19,9 +19,9 @@
 %% would keep two records. Pids, ports, references and funs cannot be keys
 %% (their order does not survive a restart), nor can keys whose order key
 %% passes 64 KiB: writing one aborts the transaction with
-%% `{fraghash_redb, unsupported_key | key_too_large, Tab, Key}'. `bag'
-%% tables are refused at `create_table': the transaction aborts with
-%% `{{fraghash_redb, bag_not_supported, Text}, Tab, _}'.
+%% `{fraghash_redb, unsupported_key | key_too_large, Tab, Key}'. A `bag'
+%% stores one row per record, its key's rows a contiguous range
+%% ({@link fraghash_redb_bag}).
 %%
 %% == Durability ==
 %% Mnesia applies a committed transaction to a table of this type by
@@ -73,8 +73,9 @@
 %% Readers call the NIF directly (dirty I/O schedulers), concurrently.
 %% `lookup' is a look in the memtable and then one B-tree search (the
 %% tables of the last committed state stay open between commits, so a read
-%% does not search redb's table of tables first). `first/last/next/prev'
-%% are one search each, merged with the memtable's changes. `select' ({@link fraghash_redb_select}) compiles the match spec
+%% does not search redb's table of tables first); in a `bag', one range
+%% scan. `first/last/next/prev' are one search each, merged with the
+%% memtable's changes. `select' ({@link fraghash_redb_select}) compiles the match spec
 %% with `ets:match_spec_compile/1'; when every clause's head binds the key
 %% to a ground term it reads only those keys; when every clause binds a
 %% leading part of the key (`{user, 42, '_'}', `[$a | '_']') it reads only
@@ -211,8 +212,6 @@ remove_aliases(Aliases) ->
 %% @private Storage is disc_only_copies: Mnesia keeps no ets copy, and
 %% replays its log into the table at start only.
 semantics(_Alias, storage) -> disc_only_copies;
-%% `bag' is listed so that check_definition/4 can refuse it with a reason
-%% of its own (Mnesia's own refusal says only `bad_type').
 semantics(_Alias, types) -> [set, ordered_set, bag];
 semantics(_Alias, index_types) -> [ordered];
 semantics(_Alias, _) -> undefined.
@@ -221,14 +220,13 @@ semantics(_Alias, _) -> undefined.
 check_definition(_Alias, Tab, _Nodes, Props) ->
     Unsupported = [I || I <- proplists:get_value(index, Props, []), not ordered_index(I)],
     case {proplists:get_value(type, Props, set), Unsupported} of
-        {bag, _} ->
-            {error, {fraghash_redb, bag_not_supported,
-                     <<"redb_copies stores one record per key: bag tables are not supported">>}};
         {_, [_ | _]} ->
             Text = io_lib:format("~0p: redb_copies keeps ordered indexes on attributes only; "
                                  "index ~0p is not supported (give the attribute alone, or "
                                  "{Attribute, ordered})", [Tab, Unsupported]),
             {error, {fraghash_redb, index_not_supported, unicode:characters_to_binary(Text)}};
+        {bag, []} ->
+            fraghash_redb_bag:can_digest();
         _ ->
             ok
     end.
@@ -337,8 +335,8 @@ receiver_first_message(_Pid, {first, Size}, _Alias, _Tab) ->
 %% @private One chunk, one redb transaction.
 receive_data(Data, _Alias, Tab, _Sender, State) ->
     Name = name(Tab),
-    Pos = keypos(Tab),
-    ok = write([put_op(Name, Pos, Obj) || Obj <- Data]),
+    RowKey = row_key_fun(Tab),
+    ok = write([{put, Name, RowKey(Obj), term_to_binary(Obj)} || Obj <- Data]),
     {more, State}.
 
 %% @private
@@ -351,25 +349,40 @@ receive_done(_Alias, _Tab, _Sender, _State) ->
 insert(_Alias, Tab, Obj) ->
     case fraghash_redb_commit:replaying(Tab) of
         true -> ok;
-        false -> fraghash_redb_commit:commit(Tab, [put_op(name(Tab), keypos(Tab), Obj)])
+        false -> fraghash_redb_commit:commit(Tab, [{put, name(Tab), (row_key_fun(Tab))(Obj),
+                                                     term_to_binary(Obj)}])
     end.
 
 %% @private
 delete(_Alias, Tab, Key) ->
     case {fraghash_redb_commit:replaying(Tab), fraghash_redb_nif:key_bin(Key)} of
-        {false, {ok, K}} -> fraghash_redb_commit:commit(Tab, [{delete, name(Tab), K}]);
-        _ -> ok
+        {false, {ok, K}} ->
+            case fraghash_redb_bag:is_bag(Tab) of
+                false -> fraghash_redb_commit:commit(Tab, [{delete, name(Tab), K}]);
+                true -> commit(Tab, fraghash_redb_bag:delete_ops(name(Tab), K))
+            end;
+        _ ->
+            ok
     end.
 
 %% @private A pattern that matches every record clears the table in one
 %% transaction; another scans for the matching keys and deletes them in
-%% transactions of up to chunk/0 keys.
+%% transactions of up to chunk/0 keys. In a `bag', Mnesia's
+%% `delete_object' comes here with the record as the pattern: a pattern
+%% without wildcards deletes its one row.
 match_delete(_Alias, Tab, Pat) ->
     case {fraghash_redb_commit:replaying(Tab), wild(Pat, keypos(Tab))} of
         {true, _} ->
             ok;
         {false, true} ->
             fraghash_redb_commit:commit(Tab, [{clear, name(Tab)}]);
+        {false, false} when is_tuple(Pat), tuple_size(Pat) >= 2 ->
+            case fraghash_redb_bag:is_bag(Tab) andalso fraghash_redb_select:ground(Pat)
+                andalso fraghash_redb_nif:key_bin(element(2, Pat)) =/= none of
+                true -> fraghash_redb_commit:commit(Tab, [{delete, name(Tab),
+                                                           fraghash_redb_bag:row_key(true, 2, Pat)}]);
+                false -> delete_matching(select(?ALIAS, Tab, [{Pat, [], ['$_']}], ?CHUNK), Tab)
+            end;
         {false, false} ->
             delete_matching(select(?ALIAS, Tab, [{Pat, [], ['$_']}], ?CHUNK), Tab)
     end.
@@ -378,19 +391,21 @@ delete_matching('$end_of_table', _Tab) ->
     ok;
 delete_matching({Recs, Cont}, Tab) ->
     Name = name(Tab),
-    Pos = keypos(Tab),
-    ok = fraghash_redb_commit:commit(Tab, [{delete, Name, order_key(element(Pos, R))} || R <- Recs]),
+    RowKey = row_key_fun(Tab),
+    ok = fraghash_redb_commit:commit(Tab, [{delete, Name, RowKey(R)} || R <- Recs]),
     delete_matching(select(Cont), Tab).
 
 %% @private
 lookup(_Alias, Tab, Key) ->
-    case fraghash_redb_nif:key_bin(Key) of
-        {ok, K} ->
+    case {fraghash_redb_nif:key_bin(Key), fraghash_redb_bag:is_bag(Tab)} of
+        {{ok, K}, true} ->
+            fraghash_redb_bag:lookup(name(Tab), K);
+        {{ok, K}, false} ->
             case fraghash_redb_nif:check(fraghash_redb_nif:get(fraghash_redb_db:handle(), name(Tab), K)) of
                 {ok, V} -> [binary_to_term(V)];
                 not_found -> []
             end;
-        none ->
+        {none, _} ->
             []
     end.
 
@@ -404,7 +419,10 @@ last(_Alias, Tab) ->
 
 %% @private
 next(_Alias, Tab, Key) ->
-    key_of(Tab, fraghash_redb_nif:next(fraghash_redb_db:handle(), name(Tab), order_key(Key))).
+    case fraghash_redb_bag:is_bag(Tab) of
+        false -> key_of(Tab, fraghash_redb_nif:next(fraghash_redb_db:handle(), name(Tab), order_key(Key)));
+        true -> key_of(Tab, fraghash_redb_bag:next(name(Tab), order_key(Key)))
+    end.
 
 %% @private
 prev(_Alias, Tab, Key) ->
@@ -493,7 +511,7 @@ select(Alias, Tab, MS) ->
 
 %% @private Up to `Limit' matches in key order, and a continuation.
 select(_Alias, Tab, MS, Limit) ->
-    fraghash_redb_select:select(name(Tab), keypos(Tab), MS, Limit).
+    fraghash_redb_select:select(name(Tab), keypos(Tab), fraghash_redb_bag:is_bag(Tab), MS, Limit).
 
 %% @private
 select(Cont) ->
@@ -528,8 +546,16 @@ ensure_table(Tab) ->
         Error -> fraghash_redb_nif:check(Error)
     end.
 
-put_op(Name, Pos, Obj) ->
-    {put, Name, order_key(element(Pos, Obj)), term_to_binary(Obj)}.
+%% The row key of each record of `Tab' (fraghash_redb_bag:row_key/3).
+row_key_fun(Tab) ->
+    IsBag = fraghash_redb_bag:is_bag(Tab),
+    Pos = keypos(Tab),
+    fun(Obj) -> fraghash_redb_bag:row_key(IsBag, Pos, Obj) end.
+
+%% A committed change to the rows of a bag key: nothing to write when the
+%% key had no rows.
+commit(_Tab, []) -> ok;
+commit(Tab, Ops) -> fraghash_redb_commit:commit(Tab, Ops).
 
 order_key(Key) ->
     fraghash_redb_nif:order_key(Key).

@@ -32,7 +32,8 @@
 %% and the records between them.
 -module(fraghash_redb_select).
 
--export([select/4, select/1, repair_continuation/2, plan/2, chunk/0, is_var/1]).
+-export([select/4, select/5, select/1, repair_continuation/2, plan/2, chunk/0, is_var/1,
+         ground/1]).
 
 %% Records read per chunk by a scan and by loading a copy; bounds a
 %% reader's memory.
@@ -44,13 +45,20 @@
 -define(FIRST_RANGE_CHUNK, 16).
 
 -record(sel, {name, keypos, ms, cms, limit, prefix = <<>>, start = edge, pending = [],
-              chunk = ?CHUNK}).
+              chunk = ?CHUNK, bag = false}).
 
 %% @doc Up to `Limit' (`infinity' for all) matches of `MS' in table `Name'
 %% (records keyed in position `KeyPos'), and a continuation; or
 %% `'$end_of_table'' when there is none.
-select(Name, KeyPos, MS, Limit) when Limit =:= infinity; is_integer(Limit), Limit > 0 ->
-    S = #sel{name = Name, keypos = KeyPos, ms = MS, cms = compile(MS), limit = Limit},
+select(Name, KeyPos, MS, Limit) ->
+    select(Name, KeyPos, false, MS, Limit).
+
+%% @doc As {@link select/4}, in a table stored as a `bag' when `IsBag'
+%% (one row per record, see {@link fraghash_redb_bag}): a key is the range
+%% of its rows, and a continuation resumes after a record's own row.
+select(Name, KeyPos, IsBag, MS, Limit) when Limit =:= infinity; is_integer(Limit), Limit > 0 ->
+    S = #sel{name = Name, keypos = KeyPos, ms = MS, cms = compile(MS), limit = Limit,
+             bag = IsBag},
     case plan(KeyPos, MS) of
         {keys, Keys} ->
             from_pending(S#sel{start = done, pending = matches_of_keys(S, Keys)});
@@ -122,6 +130,8 @@ key_pattern(Head, Pos) when is_tuple(Head), tuple_size(Head) >= Pos ->
 key_pattern(_, _) ->
     none.
 
+%% @doc Whether match pattern `P' holds no wildcard and no variable.
+-spec ground(term()) -> boolean().
 ground('_') -> false;
 ground(A) when is_atom(A) -> not is_var(A);
 ground([H | T]) -> ground(H) andalso ground(T);
@@ -205,6 +215,9 @@ from_pending(#sel{pending = P, limit = L} = S) ->
     {Now, S#sel{pending = Later}}.
 
 %% In key order, as a scan would give them.
+matches_of_keys(#sel{name = Name, cms = CMS, bag = true}, Keys) ->
+    KBs = lists:usort([K || {ok, K} <- [fraghash_redb_nif:key_bin(Key) || Key <- Keys]]),
+    matches(lists:append([fraghash_redb_bag:lookup(Name, K) || K <- KBs]), CMS);
 matches_of_keys(#sel{name = Name, cms = CMS}, Keys) ->
     Db = fraghash_redb_db:handle(),
     KBs = lists:usort([K || {ok, K} <- [fraghash_redb_nif:key_bin(Key) || Key <- Keys]]),
@@ -216,7 +229,7 @@ matches_of_keys(#sel{name = Name, cms = CMS}, Keys) ->
 %% the end of the prefix's range; the continuation resumes after the last
 %% record looked at.
 scan(#sel{name = Name, start = Start, limit = Limit, cms = CMS, prefix = Prefix,
-          chunk = Chunk, keypos = KeyPos} = S, Acc, N) ->
+          chunk = Chunk, keypos = KeyPos, bag = IsBag} = S, Acc, N) ->
     Db = fraghash_redb_db:handle(),
     {ok, Vals, LastKey, More, Undecoded} =
         fraghash_redb_nif:check(fraghash_redb_nif:records(Db, Name, Prefix, Start, Chunk)),
@@ -233,7 +246,7 @@ scan(#sel{name = Name, start = Start, limit = Limit, cms = CMS, prefix = Prefix,
                 false -> scan(S2, Acc2, N2)
             end;
         {Acc2, _N2, {stopped_at, Rec}} ->
-            Key = fraghash_redb_nif:order_key(element(KeyPos, Rec)),
+            Key = fraghash_redb_bag:row_key(IsBag, KeyPos, Rec),
             {lists:reverse(Acc2), S#sel{start = {'after', Key}}}
     end.
 

@@ -47,6 +47,8 @@ disc_safety_test_() ->
                {timeout, ?T, {"a key the switch copied last, then a writer that waited for "
                               "the switch changed, keeps that change through recovery",
                               fun last_copy_then_writer/0}},
+               {timeout, ?T, {"a writer holding a donor's lock across the switch keeps its "
+                              "write", fun open_writer/0}},
                {timeout, ?T, {"a journal entry of a deleted or re-created table is dropped",
                               fun stale_journal/0}},
                {timeout, ?T, {"one fragment, plain and missing tables: answers with reasons",
@@ -350,6 +352,43 @@ last_copy_then_writer() ->
     ok = fraghash_frag:recover(),
     ?assertEqual({Mod, S2, N + 1}, fraghash_frag:hash(Tab)),
     ?assertEqual([{Tab, K, waited}],
+                 mnesia:activity(transaction, fun() -> mnesia:read({Tab, K}) end, [], mnesia_frag)),
+    ?assertEqual(0, fraghash_frag:stale_copies(Tab)).
+
+%% A writer's transaction, begun while an add copies, writes a key the add
+%% moves just before the fence is asked for (routed with the state from
+%% before the switch, so into its donor, whose key lock it then holds), and
+%% commits half a second later. The fence must wait for it, so that its
+%% write is copied last: a switch that did not would leave that write in
+%% the donor for cleaning to delete.
+open_writer() ->
+    Tab = safety_open_writer,
+    {_Mod, _S, _S2, _N, K} = key_an_add_moves(Tab, safety_open_writer_aux),
+    Self = self(),
+    Writer = spawn_link(
+               fun() ->
+                       receive {begin_tx, From} -> ok end,
+                       R = mnesia:activity(
+                             transaction,
+                             fun() ->
+                                     first_run(From, 20000),
+                                     ok = mnesia:write({Tab, K, late}),
+                                     [From ! {writer, wrote} || get(wrote) =:= undefined],
+                                     put(wrote, true),
+                                     timer:sleep(500)
+                             end, [], mnesia_frag),
+                       Self ! {writer, R}
+               end),
+    ok = add_with_hook(Tab, fun(T, grow_copy) when T =:= Tab ->
+                                    begin_writer(Writer);
+                               (T, grow_switch) when T =:= Tab ->
+                                    Writer ! go,
+                                    receive {writer, wrote} -> ok end;
+                               (_, _) ->
+                                    ok
+                            end),
+    receive {writer, WriterResult} -> ?assertEqual(ok, WriterResult) end,
+    ?assertEqual([{Tab, K, late}],
                  mnesia:activity(transaction, fun() -> mnesia:read({Tab, K}) end, [], mnesia_frag)),
     ?assertEqual(0, fraghash_frag:stale_copies(Tab)).
 

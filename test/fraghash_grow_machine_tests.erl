@@ -10,6 +10,7 @@
 phases_test() ->
     ?assertEqual([creating, copying, switching, cleaning], phases(add)),
     ?assertEqual([copying, switching, dropping], phases(del)),
+    ?assertEqual([copying, switching, cleaning], phases(rehash)),
     ?assertEqual(creating, first_phase(add)),
     ?assertEqual(copying, first_phase(del)),
     ?assertEqual([copying, switching, cleaning, done],
@@ -31,7 +32,12 @@ observe_test() ->
     ?assertEqual(dropped, observe(del, Del, {t, 3})),
     ?assertEqual(unexpected, observe(del, Del, {f, 3})),
     ?assertEqual(unexpected, observe(del, Del, {f, 5})),
-    ?assertEqual(unexpected, observe(del, Del, {other, 4})).
+    ?assertEqual(unexpected, observe(del, Del, {other, 4})),
+    Rehash = {4, {ma, f}, {mb, t}},
+    ?assertEqual(hidden, observe(rehash, Rehash, {{ma, f}, 4})),
+    ?assertEqual(switched, observe(rehash, Rehash, {{mb, t}, 4})),
+    ?assertEqual(unexpected, observe(rehash, Rehash, {{ma, t}, 4})),
+    ?assertEqual(unexpected, observe(rehash, Rehash, {{mb, t}, 5})).
 
 %% Every phase an entry can name, against every observation, with the
 %% action and why. A kill can land anywhere in a phase: before any of its
@@ -72,7 +78,20 @@ recovery_table() ->
      {del, dropping, untouched, unexpected},
      {del, dropping, hidden, unexpected},
      {del, dropping, switched, drop},
-     {del, dropping, dropped, finish}].
+     {del, dropping, dropped, finish},
+     %% rehash: copies hidden in every fragment until the switch.
+     {rehash, copying, untouched, unexpected},
+     {rehash, copying, hidden, rollback},
+     {rehash, copying, switched, unexpected},
+     {rehash, copying, dropped, unexpected},
+     {rehash, switching, untouched, unexpected},
+     {rehash, switching, hidden, rollback},
+     {rehash, switching, switched, clean},
+     {rehash, switching, dropped, unexpected},
+     {rehash, cleaning, untouched, unexpected},
+     {rehash, cleaning, hidden, unexpected},
+     {rehash, cleaning, switched, clean},
+     {rehash, cleaning, dropped, unexpected}].
 
 recovery_test_() ->
     [{lists:concat([Op, " ", Phase, " ", Observed, " -> ", Action]),
@@ -83,9 +102,10 @@ recovery_test_() ->
 %% observation, `unexpected' included.
 recovery_table_complete_test() ->
     Observations = [untouched, hidden, switched, dropped],
-    Expected = lists:sort([{Op, P, O} || Op <- [add, del], P <- phases(Op), O <- Observations]),
+    Ops = [add, del, rehash],
+    Expected = lists:sort([{Op, P, O} || Op <- Ops, P <- phases(Op), O <- Observations]),
     ?assertEqual(Expected, lists:sort([{Op, P, O} || {Op, P, O, _} <- recovery_table()])),
-    [?assertEqual(unexpected, recovery(Op, P, unexpected)) || Op <- [add, del], P <- phases(Op)].
+    [?assertEqual(unexpected, recovery(Op, P, unexpected)) || Op <- Ops, P <- phases(Op)].
 
 %% Forward only once the switch can have committed: every action other than
 %% undoing needs `switching' or later.

@@ -54,6 +54,8 @@ grow_test_() ->
               ++ [{timeout, ?T, {"a fragment beyond the count: dropped by recovery when its "
                                  "records are where they route, else kept and reported",
                                  fun orphan/0}}]
+              ++ [{timeout, ?T, {"operations/0 lists an add under way and one interrupted; the "
+                                 "progress hook hears every phase", fun operations/0}}]
               ++ [{timeout, ?T, {"stopped at " ++ atom_to_list(Step) ++ ", then recovered",
                                  fun() -> stopped_at(Step) end}}
                   || Step <- [grow_create, grow_copy, grow_switch, grow_switch_locked,
@@ -84,7 +86,7 @@ hidden(Mod) ->
     ?assertEqual(Before, contents(Tab)),
     %% A state other than the one expected: refused, nothing changed.
     ?assertMatch({aborted, {fraghash, changed_underneath, _}},
-                 fraghash_grow_schema:switch(Tab, [{Tab, not_the_state, S}], [])),
+                 fraghash_grow_schema:switch(Tab, [{Tab, not_the_state, S, Mod}], [])),
     {atomic, ok} = mnesia:delete_table(Tab).
 
 %%% An add
@@ -302,6 +304,54 @@ orphan() ->
     ?assertEqual(ok, fraghash_frag:recover()),
     ?assertNot(lists:member(Orphan, mnesia:system_info(tables))),
     {atomic, ok} = mnesia:delete_table(Tab).
+
+%%% Watching an operation
+
+operations() ->
+    Tab = table(watched, mnesia_frag_slots),
+    Test = self(),
+    ok = fraghash_frag:set_progress_hook(fun(R) -> Test ! {progress, R} end),
+    ok = fraghash_frag:set_step_hook(
+           fun(T, grow_switch) when T =:= Tab -> Test ! {ops, fraghash_frag:operations()};
+              (_, _) -> ok
+           end),
+    try
+        {atomic, ok} = fraghash_frag:add_frag(Tab, [node()])
+    after
+        fraghash_frag:set_step_hook(undefined),
+        fraghash_frag:set_progress_hook(undefined)
+    end,
+    Node = node(),
+    receive
+        {ops, Ops} ->
+            ?assertMatch([#{table := Tab, op := add, phase := switching, node := Node,
+                            running := true, to_scan := 0}],
+                         [O || #{table := T} = O <- Ops, T =:= Tab])
+    end,
+    Reports = progress_reports(),
+    Phases = lists:usort([P || #{phase := P} <- Reports]),
+    ?assertEqual([cleaning, copying, creating, switching], Phases),
+    %% The copy read every record of its donors and copied some.
+    [Copied | _] = [R || #{phase := copying, scanned := S, to_scan := S} = R <- Reports, S > 0],
+    ?assert(maps:get(written, Copied) > 0),
+    ?assertEqual([], [O || #{table := T} = O <- fraghash_frag:operations(), T =:= Tab]),
+    %% Interrupted after the switch: listed, not running, until recovered.
+    fraghash_frag:set_step_hook(fun(T, grow_switched) when T =:= Tab -> exit(interrupted);
+                                   (_, _) -> ok
+                                end),
+    {Pid, Ref} = spawn_monitor(fun() -> fraghash_frag:add_frag(Tab, [node()]) end),
+    receive {'DOWN', Ref, process, Pid, Why} -> ?assertEqual(interrupted, Why) end,
+    fraghash_frag:set_step_hook(undefined),
+    ?assertMatch([#{op := add, phase := switching, running := false}],
+                 [O || #{table := T} = O <- fraghash_frag:operations(), T =:= Tab]),
+    ok = fraghash_frag:recover(),
+    ?assertEqual([], [O || #{table := T} = O <- fraghash_frag:operations(), T =:= Tab]),
+    {atomic, ok} = mnesia:delete_table(Tab).
+
+progress_reports() ->
+    receive {progress, R} -> [R | progress_reports()]
+    after 0 -> []
+    end.
 
 %%% Stopped part way
 

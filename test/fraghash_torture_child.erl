@@ -41,7 +41,8 @@ cases() ->
     [{M, T, set} || M <- [mnesia_frag_hash, mnesia_frag_slots, mnesia_frag_chash],
                     T <- [disc_copies, disc_only_copies]]
         ++ [{mnesia_frag_slots, disc_copies, K} || K <- [bag, master, foreigner]]
-        ++ [{M, redb_copies, set} || M <- [mnesia_frag_hash, mnesia_frag_slots]].
+        ++ [{M, redb_copies, set} || M <- [mnesia_frag_hash, mnesia_frag_slots]]
+        ++ [{mnesia_frag_slots, redb_copies, bag}].
 
 %% @doc The migrated table of each case.
 -spec tables() -> [atom()].
