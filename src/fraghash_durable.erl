@@ -18,7 +18,7 @@
 %% (of the node's redb database) makes it survive a power cut too.
 -module(fraghash_durable).
 
--export([tables/1, here/1, check_log/0, holders_not_running/1, disc_holders/1]).
+-export([tables/1, here/1, check_log/0, holders_not_running/1, disc_holders/1, advice/1]).
 
 -define(TIMEOUT_MS, 60000).
 
@@ -81,6 +81,80 @@ check_log() ->
         _ ->
             ok
     end.
+
+%% @doc What to do when a write made durable by {@link tables/1} failed
+%% with `Why' (what it raised, or its transaction's abort): a phrase
+%% naming the nodes at fault. A node apart (a partition) is to be healed,
+%% a table whose only disc copies are on nodes where Mnesia is not running
+%% needs Mnesia started there, a node whose disc failed (no space, an I/O
+%% error) needs room or a fix there; only then is the disc blamed.
+-spec advice(term()) -> string().
+advice(Why) ->
+    Failed = case find_not_durable(Why) of
+                 #{failed := F} -> F;
+                 _ -> []
+             end,
+    Lost = case find_not_durable(Why) of
+               #{down := D, tables := [_ | _] = Ts} -> {D, Ts};
+               _ -> none
+           end,
+    Apart = [N || {N, partitioned} <- Failed],
+    Disc = [N || {N, R} <- Failed, R =/= partitioned, disc_failure(R)],
+    Stopped = [N || {N, R} <- Failed, R =/= partitioned, not disc_failure(R),
+                    node_down(R) =/= none],
+    Other = [N || {N, R} <- Failed, R =/= partitioned, not disc_failure(R),
+                  node_down(R) =:= none],
+    Parts = [io_lib:format("heal the partition that keeps ~0p apart from ~s (see "
+                           "docs/mnesia-disc-safety.md, After a partition)", [Apart, node()])
+             || Apart =/= []]
+        ++ [io_lib:format("start Mnesia on ~0p, which hold the only disc copies of ~0p",
+                          [element(1, Lost), element(2, Lost)]) || Lost =/= none]
+        ++ [io_lib:format("make room on the disc of ~0p (or fix its error) and restart Mnesia "
+                          "there", [Disc]) || Disc =/= []]
+        ++ [io_lib:format("let Mnesia finish starting or stopping on ~0p (or start it)",
+                          [Stopped]) || Stopped =/= []]
+        ++ [io_lib:format("fix what failed on ~0p", [Other]) || Other =/= []],
+    case Parts of
+        [] when Failed =:= [], Lost =:= none ->
+            case {disc_failure(Why), node_down(Why)} of
+                {true, _} -> "make room on the disc of this node (or fix its error) and "
+                                 "restart Mnesia here";
+                {false, none} -> "fix the cause given";
+                {false, N} -> lists:flatten(io_lib:format("start Mnesia on ~s (or wait until "
+                                                          "it has started)", [N]))
+            end;
+        _ ->
+            lists:flatten(lists:join("; ", Parts))
+    end.
+
+find_not_durable({fraghash, not_durable, #{} = M}) -> M;
+find_not_durable(T) when is_tuple(T) -> find_not_durable(tuple_to_list(T));
+find_not_durable([H | T]) ->
+    case find_not_durable(H) of
+        none -> find_not_durable(T);
+        M -> M
+    end;
+find_not_durable(_) -> none.
+
+%% A node named as not running in a transaction's abort, or `none'.
+node_down({node_not_running, N}) when is_atom(N) -> N;
+node_down({mnesia_down, N}) when is_atom(N) -> N;
+node_down(T) when is_tuple(T) -> node_down(tuple_to_list(T));
+node_down([H | T]) ->
+    case node_down(H) of
+        none -> node_down(T);
+        N -> N
+    end;
+node_down(_) -> none.
+
+%% Whether `R' holds a failure of a file (a full disc, an I/O error).
+disc_failure({file_error, _, _}) -> true;
+disc_failure(enospc) -> true;
+disc_failure(eio) -> true;
+disc_failure(T) when is_tuple(T) -> disc_failure(tuple_to_list(T));
+disc_failure(M) when is_map(M) -> disc_failure(maps:to_list(M));
+disc_failure([H | T]) -> disc_failure(H) orelse disc_failure(T);
+disc_failure(_) -> false.
 
 %% @doc The nodes holding a disc copy of one of `Tables' where Mnesia is
 %% not running with this node (down, stopped, or apart in a partition).

@@ -23,7 +23,7 @@
 -module(fraghash_frag).
 
 -export([add_frag/2, relieve/3, del_frag/1, change_hash_module/2, change_hash_module/3,
-         recover/0, recover/1, loadable_tables/0,
+         recover/0, recover/1, loadable_tables/0, check_replicas/1,
          stale_copies/1, repair/1,
          hash/1, frag_name/2, disc_bytes/1, set_step_hook/1]).
 -export([distribution/1, info/1, operations/0, set_progress_hook/1]).
@@ -128,6 +128,11 @@ loadable() ->
 %% (see {@link loadable_tables/0}), before using fragmented disc tables
 %% grown or shrunk by this module. Idempotent, and
 %% safe to interrupt: a crash during recovery is recovered the same way.
+%% Then compares the copies of every fragmented table ({@link
+%% check_replicas/1}, which reads every record of each fragment held by two
+%% running nodes or more): `{error, [{Tab, Error}]}' lists each table whose
+%% recovery failed or whose copies differ
+%% (`{error, {fraghash, replicas_differ, Text}}').
 -spec recover() -> ok | {error, term()}.
 recover() ->
     when_running(fun recover_checked/0, fun(Reason) -> {error, Reason} end).
@@ -150,7 +155,9 @@ recover_all() ->
             Swept = [{T, global:trans(lock(T), fun() -> fraghash_frag_recovery:sweep(T) end)}
                      || T <- fraghash_frag_recovery:fragmented(),
                         proplists:get_value(T, Recovered, ok) =:= ok],
-            case [TR || {_T, R} = TR <- Recovered ++ Swept, R =/= ok] of
+            %% Then the copies of each table so recovered, compared.
+            Checked = [{T, check_replicas(T)} || {T, ok} <- Swept],
+            case [TR || {_T, R} = TR <- Recovered ++ Swept ++ Checked, R =/= ok] of
                 [] -> ok;
                 Bad -> {error, Bad}
             end;
@@ -189,6 +196,25 @@ recover_locked(Tab) ->
         error:Reason:Stack -> {error, interrupted(Tab, Reason, Stack)};
         exit:{aborted, Reason} -> {error, element(2, answer(Tab, {aborted, Reason}))}
     end.
+
+%% @doc Whether the copies of each fragment of `Tab' held by nodes where
+%% Mnesia runs with this one hold the same records: `ok', or `{error,
+%% {fraghash, replicas_differ, Text}}' naming each fragment that differs,
+%% its nodes and their record counts, and what to do. Copies differ after
+%% the heal of a partition that a write crossed (see
+%% docs/mnesia-disc-safety.md). Reads every record of each fragment on each
+%% running node holding it (the holders of a fragment in parallel, under a
+%% read lock on the fragment, which its writers wait for), under the
+%% table's lock, which operations wait for: O(records of the table) per
+%% copy, about as long as reading the table once. {@link recover/0} runs it
+%% on every fragmented table. See {@link fraghash_frag_info:replicas/1} for
+%% the counts and digests themselves.
+-spec check_replicas(atom()) -> ok | {error, {fraghash, atom(), string()}}.
+check_replicas(Tab) ->
+    when_running(fun() ->
+                         global:trans(lock(Tab),
+                                      fun() -> fraghash_frag_info:running_replicas(Tab) end)
+                 end, fun(Reason) -> {error, Reason} end).
 
 %% @doc How many records sit in a fragment other than the one
 %% `key_to_frag_number' names (0 for a healthy table).

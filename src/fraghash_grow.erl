@@ -150,9 +150,9 @@ write_first_entry(Tab, Entry) ->
         _:Why ->
             {aborted, {fraghash, journal_write_failed,
                        lists:flatten(
-                         io_lib:format("could not write ~s's journal entry (~0tp): make room on "
-                                       "the disc of every node holding the journal, then run "
-                                       "the operation again", [Tab, Why]))}}
+                         io_lib:format("could not write ~s's journal entry (~0tP): ~s, then run "
+                                       "the operation again",
+                                       [Tab, Why, 20, fraghash_durable:advice(Why)]))}}
     end.
 
 %%% Running

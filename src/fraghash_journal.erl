@@ -9,6 +9,17 @@
 %% there (Mnesia's durability line for `disc_copies'), so recovery on any
 %% of them sees it, and it survives a kill -9 of any of them from then on.
 %%
+%% A node whose Mnesia is stopped, or that is down, while an entry is
+%% written is passed over (it holds nothing of the table: `fraghash_grow'
+%% refuses otherwise), and that keeps the promise: when its Mnesia starts
+%% while a node holding the journal runs, Mnesia loads the journal from that
+%% node, not from its own files, so it sees every entry written meanwhile;
+%% and it does not start alone on its older copy, since Mnesia loads a
+%% table from its own disc only on a node that went down last (one that
+%% went down before the others waits for one of them), unless an operator
+%% forces it (`mnesia:force_load_table/1', master nodes: the heal of a
+%% partition, docs/mnesia-disc-safety.md).
+%%
 %% An entry is small whatever the size an operation moves: its plan (the
 %% hash states and fragment names) and its phase (`fraghash_grow_machine').
 -module(fraghash_journal).
@@ -19,20 +30,39 @@
 -define(WAIT_MS, 60000).
 
 %% @doc Creates the journal table if it does not exist (a `disc_copies'
-%% copy on every node whose schema is on disc), and waits for it.
+%% copy on every node whose schema is on disc and whose Mnesia runs with
+%% this one), and waits for it; gives a copy to such a node that has none
+%% (one whose Mnesia was stopped when the table was made, or a disc node
+%% added since). A node whose Mnesia is stopped holds no fragment of a
+%% table an operation changes (`fraghash_grow' refuses otherwise), so it
+%% needs no entry meanwhile; it gets its copy at the next call here once
+%% it runs, before any entry of a table it holds is written.
 -spec ensure() -> ok | {error, term()}.
 ensure() ->
+    Disc = [N || N <- mnesia:table_info(schema, disc_copies),
+                 lists:member(N, mnesia:system_info(running_db_nodes))],
     case lists:member(?TABLE, mnesia:system_info(tables)) of
         true ->
-            wait();
+            case wait() of
+                ok -> add_copies(Disc -- mnesia:table_info(?TABLE, disc_copies));
+                Error -> Error
+            end;
         false ->
-            Nodes = mnesia:table_info(schema, disc_copies),
-            case mnesia:create_table(?TABLE, [{disc_copies, Nodes},
+            case mnesia:create_table(?TABLE, [{disc_copies, Disc},
                                               {attributes, [tab, entry]}]) of
                 {atomic, ok} -> wait();
                 {aborted, {already_exists, ?TABLE}} -> wait();
                 {aborted, Reason} -> {error, {cannot_create_journal, Reason}}
             end
+    end.
+
+add_copies([]) ->
+    ok;
+add_copies([N | Ns]) ->
+    case mnesia:add_table_copy(?TABLE, N, disc_copies) of
+        {atomic, ok} -> add_copies(Ns);
+        {aborted, {already_exists, ?TABLE, N}} -> add_copies(Ns);
+        {aborted, Reason} -> {error, {cannot_copy_journal, N, Reason}}
     end.
 
 wait() ->
