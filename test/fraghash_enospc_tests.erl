@@ -25,11 +25,9 @@
 -define(FS_SIZE, "24m").
 -define(T, 120).
 
--define(ADD_STEPS, [grow_create, grow_copy, grow_switch, grow_switch_locked, grow_switched,
-                    grow_clean, grow_done]).
--define(DEL_STEPS, [grow_del_copy, grow_del_switch, grow_del_switch_locked, grow_del_switched,
-                    grow_del_clean, grow_del_drop, grow_del_dropped, grow_del_done]).
--define(FAST, [{add, grow_copy}, {add, grow_switch_locked}, {del, grow_del_clean}]).
+-define(ADD_STEPS, fraghash_grow_machine:steps(add)).
+-define(DEL_STEPS, fraghash_grow_machine:steps(del)).
+-define(FAST, [{add, grow_copy}, {add, grow_switch_locked}, {del, grow_del_drop}]).
 
 enospc_test_() ->
     Cases = [{add, S} || S <- ?ADD_STEPS] ++ [{del, S} || S <- ?DEL_STEPS],

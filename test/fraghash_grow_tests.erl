@@ -58,10 +58,8 @@ grow_test_() ->
                                  "progress hook hears every phase", fun operations/0}}]
               ++ [{timeout, ?T, {"stopped at " ++ atom_to_list(Step) ++ ", then recovered",
                                  fun() -> stopped_at(Step) end}}
-                  || Step <- [grow_create, grow_copy, grow_switch, grow_switch_locked,
-                              grow_switched, grow_clean, grow_done, grow_del_copy,
-                              grow_del_switch, grow_del_switch_locked, grow_del_switched,
-                              grow_del_drop, grow_del_dropped, grow_del_done]]}
+                  || Step <- fraghash_grow_machine:steps(add)
+                                 ++ fraghash_grow_machine:steps(del)]}
      end}.
 
 %%% A hidden fragment
