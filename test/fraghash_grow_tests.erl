@@ -13,7 +13,7 @@
 %% <li>an add stopped at each step (the step hook raises), then recovered:
 %% before the switch the table is as before, after it as after the add;
 %% either way every record is readable and the table grows again;</li>
-%% <li>the same for a del (`fraghash_grow_del'): every record readable
+%% <li>the same for a del (`fraghash_grow'): every record readable
 %% after it and after a restart, down to one fragment; under load; stopped
 %% at each step.</li>
 %% </ul>
