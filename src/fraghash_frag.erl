@@ -497,6 +497,7 @@ operations() ->
 %% @doc Installs `Fun(Report)', called in an operation's process with its
 %% progress (a map, as {@link operations/0} gives them) at each phase and
 %% at most once a second while it runs; `undefined' removes it. The same
-%% is told to `logger' (level `notice') every 10 s and at each phase.
+%% is told to `logger' every 10 s (level `notice') and at each phase
+%% (`info').
 -spec set_progress_hook(fun((map()) -> any()) | undefined) -> ok.
 set_progress_hook(Fun) -> fraghash_grow_progress:set_hook(Fun).

@@ -214,11 +214,12 @@ phase(copying, Tab, #{op := Op, parts := Parts} = Entry, _Run) ->
 phase(switching, Tab, #{op := Op, parts := Parts} = Entry, _Run) ->
     step(Tab, op_step(Op, grow_switch, grow_del_switch)),
     Sources = frags(Parts, sources),
-    ok = fraghash_grow_schema:quiet_dumper(),
+    ok = fraghash_grow_schema:fresh_log(),
     ok = fraghash_grow_fence:hold(get(fraghash_grow_fence), Sources),
     step(Tab, op_step(Op, grow_switch_locked, grow_del_switch_locked)),
     ok = fraghash_grow_copy:last_copy(where(Parts), get(fraghash_grow_watch)),
     ok = durable(Entry, hidden_count(Entry)),
+    step(Tab, op_step(Op, grow_switch_synced, grow_del_switch_synced)),
     case fraghash_grow_schema:switch(Tab, switch_changes(Parts), Sources) of
         {atomic, ok} ->
             step(Tab, op_step(Op, grow_switched, grow_del_switched)),

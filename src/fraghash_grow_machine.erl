@@ -56,14 +56,15 @@ phases(rehash) -> [copying, switching, cleaning].
 %% @doc The step hook's names (`fraghash_frag:set_step_hook/1') of an
 %% operation's run, in order: points inside its phases where tests and
 %% tracing look in (a rehash takes an add's). `_switch_locked' is the fence
-%% holding the sources, `_switched' the switch committed.
+%% holding the sources, `_switch_synced' the last copies durable,
+%% `_switched' the switch committed.
 -spec steps(op()) -> [atom()].
 steps(del) ->
-    [grow_del_copy, grow_del_switch, grow_del_switch_locked, grow_del_switched, grow_del_drop,
-     grow_del_dropped, grow_del_done];
+    [grow_del_copy, grow_del_switch, grow_del_switch_locked, grow_del_switch_synced,
+     grow_del_switched, grow_del_drop, grow_del_dropped, grow_del_done];
 steps(_AddOrRehash) ->
-    [grow_create, grow_copy, grow_switch, grow_switch_locked, grow_switched, grow_clean,
-     grow_done].
+    [grow_create, grow_copy, grow_switch, grow_switch_locked, grow_switch_synced, grow_switched,
+     grow_clean, grow_done].
 
 %% @doc The phase `Op' begins in: the one its first journal entry names.
 -spec first_phase(op()) -> phase().

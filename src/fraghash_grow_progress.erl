@@ -1,8 +1,9 @@
 %% @doc How far a running growth operation got, for those who watch it: the
 %% records read from its sources and those copied or deleted, per phase,
 %% kept where `fraghash_frag:operations/0' reads them (an ets table owned by
-%% the operation's process, gone with it), told to `logger' every 10 s and
-%% at each phase, and to the progress hook a user installs
+%% the operation's process, gone with it), told to `logger' every 10 s
+%% (level `notice') and at each phase (level `info'), and to the progress
+%% hook a user installs
 %% (`fraghash_frag:set_progress_hook/1') at most once a second and at each
 %% phase. So a 30-minute move shows whether it still advances.
 %%
@@ -117,10 +118,14 @@ report(Tab, To) ->
         none ->
             ok;
         R ->
-            [logger:notice("fraghash: ~s of ~s, ~s: ~b of ~b records read, ~b written, "
-                           "~.1f s in", [maps:get(op, R), Tab, maps:get(phase, R),
-                                         maps:get(scanned, R), maps:get(to_scan, R),
-                                         maps:get(written, R), maps:get(elapsed_ms, R) / 1000])
+            Level = case To of
+                        logger -> notice;
+                        _ -> info
+                    end,
+            [logger:log(Level, "fraghash: ~s of ~s, ~s: ~b of ~b records read, ~b written, "
+                        "~.1f s in", [maps:get(op, R), Tab, maps:get(phase, R),
+                                      maps:get(scanned, R), maps:get(to_scan, R),
+                                      maps:get(written, R), maps:get(elapsed_ms, R) / 1000])
              || To =/= hook],
             case persistent_term:get({?MODULE, hook}, undefined) of
                 Hook when To =/= logger, Hook =/= undefined -> _ = catch Hook(R), ok;

@@ -27,7 +27,7 @@
 -module(fraghash_grow_schema).
 
 -export([add_hidden/3, switch/3, drop_last/4, drop_orphan/1, load_somewhere/1, hash/1,
-         foreigners/1, quiet_dumper/0]).
+         foreigners/1, fresh_log/0]).
 %% Called on every running node.
 -export([dumps_queued/0]).
 
@@ -45,6 +45,8 @@
 %% How long a schema change waits at most, before it takes any lock, for
 %% the one log dump a dumper that keeps up has running (`dump_done/1').
 -define(DUMP_DONE_MS, 500).
+%% How long fresh_log/0 waits for its dump.
+-define(FRESH_LOG_MS, 3000).
 
 %% @doc The table's hash module, hash state and fragment count as Mnesia
 %% holds them on this node: `{Mod, State, N}'.
@@ -85,8 +87,10 @@ add_hidden(Tab, Nodes, States) ->
           {atomic, ok} | {aborted, term()}.
 switch(Tab, Changes, Fenced) ->
     {_Mod, _State, N} = hash(Tab),
+    %% The fence let a dump under way finish before it took its locks
+    %% (quiet_dumper/0): this change does not wait for one under them.
     transaction(
-      Tab, not lists:member(Tab, Fenced),
+      Tab, not lists:member(Tab, Fenced), false,
       fun(TidTs) ->
               [ok = expect(T, From, N) || {T, From, _To, _ToMod} <- Changes],
               mnesia_schema:insert_schema_ops(
@@ -225,11 +229,12 @@ load_somewhere(Frag) ->
 %% caller watches the transaction's process and Mnesia's controller, and
 %% answers `{aborted, {node_not_running, Node}}' when the controller goes.
 transaction(Tab, Fun) ->
-    transaction(Tab, true, Fun).
+    transaction(Tab, true, true, Fun).
 
 %% As transaction/2; the lock on `Tab' only when `LockTab' (a fence holds
-%% it otherwise, and holds back its writers the same way).
-transaction(Tab, LockTab, Fun) ->
+%% it otherwise, and holds back its writers the same way), and the wait for
+%% a dump under way only when `WaitDump'.
+transaction(Tab, LockTab, WaitDump, Fun) ->
     case whereis(mnesia_controller) of
         undefined ->
             {aborted, {node_not_running, node()}};
@@ -241,7 +246,10 @@ transaction(Tab, LockTab, Fun) ->
                           Now = erlang:monotonic_time(millisecond),
                           Deadline = Now + application:get_env(fraghash, schema_wait_ms,
                                                                ?SCHEMA_WAIT_MS),
-                          ok = dump_done(Now + ?DUMP_DONE_MS),
+                          ok = case WaitDump of
+                                   true -> dump_done(Now + ?DUMP_DONE_MS);
+                                   false -> ok
+                               end,
                           Change = fun() ->
                                            mnesia_schema:schema_transaction(
                                              fun() ->
@@ -320,11 +328,26 @@ dump_done(Deadline) ->
         false -> ok
     end.
 
-%% @doc Waits (up to 0.5 s) for a log dump under way that is the only one
-%% queued to finish, so that a schema change begun next, and a fence taken
-%% before it, do not wait for it under their locks (see `dump_done/1').
--spec quiet_dumper() -> ok.
-quiet_dumper() ->
+%% @doc Before a fence takes its locks: a schema commit waits for the log
+%% dump under way, so when this node's dumper keeps up (nothing queued),
+%% its log is dumped now (up to ?FRESH_LOG_MS), which leaves the next dump
+%% due only after `dump_log_write_threshold' more writes, mostly after the
+%% switch; then a dump under way on any node may finish (up to 0.5 s, see
+%% `dump_done/1'). A dumper that is behind is not waited for here: the
+%% schema change's own wait and refusal deal with it.
+-spec fresh_log() -> ok.
+fresh_log() ->
+    case dumps_queued() of
+        0 ->
+            {Pid, Ref} = spawn_monitor(fun() -> exit({dumped, mnesia:dump_log()}) end),
+            receive
+                {'DOWN', Ref, process, Pid, _} -> ok
+            after ?FRESH_LOG_MS ->
+                    demonitor(Ref, [flush])
+            end;
+        _ ->
+            ok
+    end,
     dump_done(erlang:monotonic_time(millisecond) + ?DUMP_DONE_MS).
 
 %% `{Node, Dumps}' for each running node that answered: how many log dumps

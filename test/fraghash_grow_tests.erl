@@ -21,7 +21,7 @@
 
 -include_lib("eunit/include/eunit.hrl").
 
--import(fraghash_test_support, [start_mnesia/1, create_frag/4, fill/3]).
+-import(fraghash_test_support, [create_frag/4, fill/3]).
 
 -define(MODULES, [mnesia_frag_hash, mnesia_frag_slots, mnesia_frag_chash, mnesia_frag_jump,
                   mnesia_frag_linear]).
@@ -29,11 +29,8 @@
 -define(T, 120).
 
 grow_test_() ->
-    {setup, fun() ->
-                    Dir = start_mnesia("mnesia_grow"),
-                    ok = fraghash_journal:ensure(),
-                    Dir
-            end, fun fraghash_test_support:stop_mnesia/1,
+    {setup, fun() -> fraghash_test_support:start_journaled("mnesia_grow") end,
+     fun fraghash_test_support:stop_mnesia/1,
      fun(_) ->
              {inorder,
               [{timeout, ?T, {atom_to_list(M) ++ ": a hidden fragment changes nothing",
@@ -411,10 +408,6 @@ check_after(Tab, Before) ->
     ?assertEqual(0, fraghash_frag:stale_copies(Tab)).
 
 %% The table as a scan through mnesia_frag gives it, sorted.
-contents(Tab) ->
-    lists:sort(mnesia:activity(async_dirty,
-                               fun() -> mnesia:match_object({Tab, '_', '_'}) end, [],
-                               mnesia_frag)).
+contents(Tab) -> fraghash_test_support:frag_contents(Tab).
 
-read(Tab, K) ->
-    mnesia:activity(async_dirty, fun() -> mnesia:read({Tab, K}) end, [], mnesia_frag).
+read(Tab, K) -> fraghash_test_support:frag_read(Tab, K).

@@ -15,17 +15,14 @@
 
 -include_lib("eunit/include/eunit.hrl").
 
--import(fraghash_test_support, [start_mnesia/1, create_frag/4, fill/3]).
+-import(fraghash_test_support, [create_frag/4, fill/3]).
 
 -define(RECORDS, 4000).
 -define(T, 120).
 
 rehash_test_() ->
-    {setup, fun() ->
-                    Dir = start_mnesia("mnesia_rehash"),
-                    ok = fraghash_journal:ensure(),
-                    Dir
-            end, fun fraghash_test_support:stop_mnesia/1,
+    {setup, fun() -> fraghash_test_support:start_journaled("mnesia_rehash") end,
+     fun fraghash_test_support:stop_mnesia/1,
      fun(_) ->
              {inorder,
               [{timeout, ?T, {lists:concat([From, " to ", To, " on ", Copies, " under writers"]),
@@ -156,10 +153,6 @@ refusals() ->
 
 %%% Helpers
 
-contents(Tab) ->
-    lists:sort(mnesia:activity(async_dirty,
-                               fun() -> mnesia:match_object({Tab, '_', '_'}) end, [],
-                               mnesia_frag)).
+contents(Tab) -> fraghash_test_support:frag_contents(Tab).
 
-read(Tab, K) ->
-    mnesia:activity(async_dirty, fun() -> mnesia:read({Tab, K}) end, [], mnesia_frag).
+read(Tab, K) -> fraghash_test_support:frag_read(Tab, K).

@@ -6,7 +6,7 @@
 
 -export([scratch/0, slow_tier/1, start_mnesia/1, stop_mnesia/1, quiet_overload/0, report/2,
          start_peer/2, start_peer/3, record_peer/1, wait_down/1, create_frag/4, fill/3, grow/3,
-         inline_kind/1]).
+         inline_kind/1, start_journaled/1, frag_contents/1, frag_read/2]).
 
 %% @doc The scratch directory scripts/test-mnesia.sh made
 %% (`FRAGHASH_TEST_DIR').
@@ -34,6 +34,23 @@ start_mnesia(Name) ->
     ok = mnesia:create_schema([node()]),
     ok = mnesia:start(),
     Dir.
+
+%% @doc As {@link start_mnesia/1}, with the growth path's journal made.
+start_journaled(Name) ->
+    Dir = start_mnesia(Name),
+    ok = fraghash_journal:ensure(),
+    Dir.
+
+%% @doc A fragmented `{Tab, Key, Val}' table as a scan through `mnesia_frag'
+%% gives it, sorted.
+frag_contents(Tab) ->
+    lists:sort(mnesia:activity(async_dirty,
+                               fun() -> mnesia:match_object({Tab, '_', '_'}) end, [],
+                               mnesia_frag)).
+
+%% @doc `Key''s records in the fragmented `Tab', read through `mnesia_frag'.
+frag_read(Tab, K) ->
+    mnesia:activity(async_dirty, fun() -> mnesia:read({Tab, K}) end, [], mnesia_frag).
 
 %% @doc Stops the Mnesia `start_mnesia/1' started. For a module's cleanup.
 stop_mnesia(_Dir) ->

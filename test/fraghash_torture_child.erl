@@ -3,8 +3,9 @@
 %% (`fraghash_frag:recover/0'), checks every table against the
 %% acknowledgement logs, then runs writers and a controller that grows and
 %% shrinks the tables through `fraghash_frag' (on the `mnesia_frag_slots'
-%% tables, one grow in three is a `relieve' of the largest fragment) until
-%% the parent kills it.
+%% tables, one grow in three is a `relieve' of the largest fragment; on the
+%% `mnesia_frag_hash' ones, one operation in five changes the hash module,
+%% to `mnesia_frag_jump' and back) until the parent kills it.
 %%
 %% Files in the run directory (all appended with single writes, which a
 %% kill -9 of this process cannot lose once they returned: they are in the
@@ -230,7 +231,10 @@ controller(Dir, Tabs) ->
                {{mnesia_frag_slots, _, _}, 1} -> relieve;
                _ -> add
            end,
+    {Mod, _, _} = fraghash_frag:hash(Tab),
+    Rehash = lists:member(Mod, [mnesia_frag_hash, mnesia_frag_jump]) andalso rand:uniform(5) =:= 1,
     Op = if
+             Rehash -> rehash;
              N =< ?MIN_FRAGS -> Grow;
              N >= ?MAX_FRAGS -> del;
              true -> case rand:uniform(2) of 1 -> Grow; 2 -> del end
@@ -245,7 +249,8 @@ controller(Dir, Tabs) ->
               {add, _} -> fraghash_frag:add_frag(Tab, [node()]);
               {relieve, "1"} -> mnesia:change_table_frag(Tab, {add_frag, [node()]});
               {relieve, _} -> fraghash_frag:relieve(Tab, [node()], largest);
-              {del, _} -> fraghash_frag:del_frag(Tab)
+              {del, _} -> fraghash_frag:del_frag(Tab);
+              {rehash, _} -> fraghash_frag:change_hash_module(Tab, other_module(Mod))
           end,
     case Res of
         {atomic, ok} -> mark(Dir, "leave ~s ~s", [Tab, Op]);
@@ -253,6 +258,9 @@ controller(Dir, Tabs) ->
     end,
     timer:sleep(rand:uniform(40)),
     controller(Dir, Tabs).
+
+other_module(mnesia_frag_hash) -> mnesia_frag_jump;
+other_module(mnesia_frag_jump) -> mnesia_frag_hash.
 
 %%% Checks
 
