@@ -127,25 +127,34 @@ advice(Why) ->
             lists:flatten(lists:join("; ", Parts))
     end.
 
-find_not_durable({fraghash, not_durable, #{} = M}) -> M;
-find_not_durable(T) when is_tuple(T) -> find_not_durable(tuple_to_list(T));
-find_not_durable([H | T]) ->
-    case find_not_durable(H) of
-        none -> find_not_durable(T);
-        M -> M
-    end;
-find_not_durable(_) -> none.
+find_not_durable(T) ->
+    find(fun({fraghash, not_durable, #{} = M}) -> M;
+            (_) -> none
+         end, T).
 
 %% A node named as not running in a transaction's abort, or `none'.
-node_down({node_not_running, N}) when is_atom(N) -> N;
-node_down({mnesia_down, N}) when is_atom(N) -> N;
-node_down(T) when is_tuple(T) -> node_down(tuple_to_list(T));
-node_down([H | T]) ->
-    case node_down(H) of
-        none -> node_down(T);
-        N -> N
+node_down(T) ->
+    find(fun({node_not_running, N}) when is_atom(N) -> N;
+            ({mnesia_down, N}) when is_atom(N) -> N;
+            (_) -> none
+         end, T).
+
+%% The first part of term `T' (itself, then its elements and list members,
+%% depth first) for which `Match' gives other than `none'; else `none'.
+find(Match, T) ->
+    case Match(T) of
+        none when is_tuple(T) -> find(Match, tuple_to_list(T));
+        none when is_list(T) -> find_in(Match, T);
+        Found -> Found
+    end.
+
+find_in(Match, [H | T]) ->
+    case find(Match, H) of
+        none -> find_in(Match, T);
+        Found -> Found
     end;
-node_down(_) -> none.
+find_in(_Match, _) ->
+    none.
 
 %% Whether `R' holds a failure of a file (a full disc, an I/O error).
 disc_failure({file_error, _, _}) -> true;

@@ -187,7 +187,7 @@ touched(Where, Watcher) ->
 clean(Where, Progress) ->
     maps:foreach(
       fun(S, Route) ->
-              Spec = placing_spec(S, Route),
+              Spec = placing_spec(Route),
               Leave = fun(Chunk, ok) ->
                               Keys = lists:usort([K || {K, V} <- Chunk,
                                                        place_value(Route, to, V) =/= S]),
@@ -260,7 +260,7 @@ place_key(Route, K) ->
     place_value(Route, to, K).
 
 %% `{Key, PlacingValue}' of each record of a source.
-placing_spec(_S, #{pos := Pos}) ->
+placing_spec(#{pos := Pos}) ->
     [{'_', [], [{{{element, 2, '$_'}, {element, Pos, '$_'}}}]}].
 
 %% Runs `F' in a `sync_dirty' activity: no lock, applied on every replica

@@ -35,41 +35,30 @@ start(Tab, Op, Started) ->
 %% before is reported as it ended.
 -spec phase(atom(), atom(), non_neg_integer()) -> ok.
 phase(Tab, Phase, ToScan) ->
-    Name = name(Tab),
-    case ets:whereis(Name) of
-        undefined ->
-            ok;
-        _ ->
-            [report(Tab, logger_and_hook) || ets:lookup(Name, phase) =/= [{phase, none}]],
-            Now = erlang:monotonic_time(millisecond),
-            true = ets:insert(Name, [{phase, Phase}, {to_scan, ToScan}, {scanned, 0},
-                                     {written, 0}, {logged, Now}, {hooked, Now}]),
-            report(Tab, logger_and_hook)
-    end.
+    running(Tab, fun(Name) ->
+                         [report(Tab, logger_and_hook) || ets:lookup(Name, phase) =/= [{phase, none}]],
+                         Now = erlang:monotonic_time(millisecond),
+                         true = ets:insert(Name, [{phase, Phase}, {to_scan, ToScan}, {scanned, 0},
+                                                  {written, 0}, {logged, Now}, {hooked, Now}]),
+                         report(Tab, logger_and_hook)
+                 end).
 
 %% @doc A chunk done: `Scanned' records read, `Written' copied or deleted.
 -spec chunk(atom(), non_neg_integer(), non_neg_integer()) -> ok.
 chunk(Tab, Scanned, Written) ->
-    Name = name(Tab),
-    case ets:whereis(Name) of
-        undefined ->
-            ok;
-        _ ->
-            _ = ets:update_counter(Name, scanned, Scanned),
-            _ = ets:update_counter(Name, written, Written),
-            Now = erlang:monotonic_time(millisecond),
-            [report(Tab, logger) || due(Name, logged, ?LOG_MS, Now)],
-            [report(Tab, hook) || due(Name, hooked, ?HOOK_MS, Now)],
-            ok
-    end.
+    running(Tab, fun(Name) ->
+                         _ = ets:update_counter(Name, scanned, Scanned),
+                         _ = ets:update_counter(Name, written, Written),
+                         Now = erlang:monotonic_time(millisecond),
+                         [report(Tab, logger) || due(Name, logged, ?LOG_MS, Now)],
+                         [report(Tab, hook) || due(Name, hooked, ?HOOK_MS, Now)],
+                         ok
+                 end).
 
 %% @doc Ends the progress of `Tab''s operation.
 -spec stop(atom()) -> ok.
 stop(Tab) ->
-    case ets:whereis(name(Tab)) of
-        undefined -> ok;
-        _ -> true = ets:delete(name(Tab)), ok
-    end.
+    running(Tab, fun(Name) -> true = ets:delete(Name), ok end).
 
 %% @doc The progress of the operation on `Tab' that this node runs, or
 %% `none'.
@@ -106,6 +95,15 @@ set_hook(Fun) when is_function(Fun, 1) ->
 
 name(Tab) ->
     list_to_atom("fraghash_progress_" ++ atom_to_list(Tab)).
+
+%% `F(Name)' on the progress table of `Tab''s operation, if one runs here;
+%% else `ok'.
+running(Tab, F) ->
+    Name = name(Tab),
+    case ets:whereis(Name) of
+        undefined -> ok;
+        _ -> F(Name)
+    end.
 
 due(Name, Key, Every, Now) ->
     case ets:lookup(Name, Key) of

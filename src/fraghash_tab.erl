@@ -9,15 +9,13 @@
 
 -export([hash/1, frag_name/2, fragments/1, orphans/0, foreign_key/1,
          batches/3, by_layout/2, fold_layouts/3, chunks/1, chunks/2, durable/2, dump_log/0,
-         transactions_ended/0, transactions/1,
+         transactions/1,
          select/3, fold/4, misplaced/1, misplaced/2, move_misplaced/1,
          step/2, set_step_hook/1]).
 
 -define(BATCH, 500).
 %% Results a chunk of fold/4 holds (one request to a dets server).
 -define(CHUNK, 500).
-%% How long {@link transactions_ended/0} waits.
--define(TRANSACTIONS_MS, 60000).
 
 %% @doc A fragmented table's hash module, hash state and fragment count, as
 %% its `frag_properties' give them on this node.
@@ -217,36 +215,6 @@ take([Item | Rest], N, Taken) when N > 0 ->
     take(Rest, N - 1, [Item | Taken]);
 take(Rest, _N, Taken) ->
     {lists:reverse(Taken), Rest}.
-
-%% @doc Waits until every transaction that a running node coordinated when
-%% this was called has ended. A writer whose transaction began before a
-%% switch committed routed its keys with the state from before it, and may
-%% ask for its lock on the fragment a key has just left only now, after
-%% any table lock taken since the switch: once its transaction ended, its
-%% write is where the caller will read it. (A writer on a node that went
-%% down is gone with its transaction.) Raises `{fraghash,
-%% transactions_running, Text}' when some are still running after 60 s.
--spec transactions_ended() -> ok.
-transactions_ended() ->
-    transactions_ended(transactions(mnesia:system_info(running_db_nodes)),
-                       erlang:monotonic_time(millisecond) + ?TRANSACTIONS_MS).
-
-transactions_ended([], _Deadline) ->
-    ok;
-transactions_ended(Waiting, Deadline) ->
-    case erlang:monotonic_time(millisecond) > Deadline of
-        true ->
-            [{Node, _Counter, Pid} | _] = Waiting,
-            error({fraghash, transactions_running,
-                   lists:flatten(
-                     io_lib:format("~b transaction(s) that began before the switch still run "
-                                   "(~p on ~s among them): end them, then run "
-                                   "fraghash_frag:recover/0", [length(Waiting), Pid, Node]))});
-        false ->
-            timer:sleep(5),
-            Now = transactions(lists:usort([N || {N, _, _} <- Waiting])),
-            transactions_ended([T || T <- Waiting, lists:member(T, Now)], Deadline)
-    end.
 
 %% @doc `{Node, Counter, Pid}' of each transaction that `Nodes' coordinate;
 %% a node that does not answer has none (it is down, or apart: then nothing
