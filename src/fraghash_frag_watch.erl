@@ -7,8 +7,13 @@
 %% table events (`simple'): every commit to the fragment is applied on that
 %% node, and there the events of a commit reach the watcher before the
 %% commit's locks are released, so before anything that waited for them
-%% (a copy round's read lock, the switch's write locks). The operation's
-%% own writes (its process's activities) are left out. A watcher whose
+%% (a copy round's read lock, the switch's write locks). An event comes
+%% just before its change is made (Mnesia reports a change, then applies
+%% it): a reader of a taken item waits for the writer's lock to see it,
+%% and a change whose event came before the watcher subscribed is still
+%% being applied for a moment (`fraghash_grow' starts the fence, which
+%% waits for every transaction then running, after the watch). The
+%% operation's own writes (its process's activities) are left out. A watcher whose
 %% node goes down makes {@link take/2} raise: the caller's operation stops
 %% and recovery takes over. The watchers hold every event on the
 %% fragments since the last take: memory in proportion to the writes made

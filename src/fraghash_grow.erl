@@ -204,9 +204,12 @@ phase(creating, Tab, #{n := N, parts := Parts} = Entry, #{nodes := Nodes}) ->
             Aborted
     end;
 phase(copying, Tab, #{op := Op, parts := Parts} = Entry, _Run) ->
-    put(fraghash_grow_fence, fraghash_grow_fence:start()),
+    %% The watch first: the fence's start then waits for every transaction
+    %% that ran when the watch began, whose change it may have missed (its
+    %% event came before) but which the copy's reads see (it is applied).
     Watch = fraghash_frag_watch:start(frags(Parts, sources)),
     put(fraghash_grow_watch, Watch),
+    put(fraghash_grow_fence, fraghash_grow_fence:start()),
     step(Tab, op_step(Op, grow_copy, grow_del_copy)),
     ok = fraghash_grow_copy:copy_all(where(Parts), Watch, progress(Tab)),
     ok = durable(Entry, hidden_count(Entry)),

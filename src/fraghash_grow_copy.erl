@@ -25,8 +25,10 @@
 %% to wait for, and a writer never waits for the operation. A lock on a
 %% fragment that writers write (a donor, a del's or a rehash's destination)
 %% would make them wait, or make the operation's younger transaction restart
-%% behind theirs, chunk after chunk. Each phase ends with a sync of what it
-%% wrote on every node holding it (`fraghash_durable').
+%% behind theirs, chunk after chunk. The one lock taken is a read lock on
+%% each item a writer touched, while the round that copies it reads it
+%% (see copy_items/3). Each phase ends with a sync of what it wrote on
+%% every node holding it (`fraghash_durable').
 -module(fraghash_grow_copy).
 
 -export([copy_all/3, last_copy/2, clean/2, remove_hidden/1]).
@@ -66,7 +68,7 @@ copy_all(Where, Watcher, Progress) ->
                              Copied = copy_chunk(Where, S, Route, Chunk),
                              ok = Progress(length(Chunk), Copied),
                              case (Count + 1) rem ?DRAIN_EVERY of
-                                 0 -> ok = copy_touched(Where, Watcher);
+                                 0 -> _ = copy_touched(Where, Watcher), ok;
                                  _ -> ok
                              end,
                              Count + 1
@@ -78,34 +80,40 @@ copy_all(Where, Watcher, Progress) ->
 rounds(_Where, _Watcher, 0) ->
     ok;
 rounds(Where, Watcher, Left) ->
-    case touched(Where, Watcher) of
-        [] -> ok;
-        Items -> ok = copy_items(Where, Items), rounds(Where, Watcher, Left - 1)
+    case copy_touched(Where, Watcher) of
+        none -> ok;
+        ok -> rounds(Where, Watcher, Left - 1)
     end.
 
 %% @doc The last copy, made while the fence holds every source: no writer
 %% changes one any more, and every change made to one before is in the
-%% watch by now (the events of a commit reach a watcher before its locks
-%% are released).
+%% watch and applied by now (the events of a commit reach a watcher before
+%% its locks are released, and a node releases them once it applied it).
+%% Its reads take no lock: the fence holds them all.
 -spec last_copy(where(), fraghash_frag_watch:watch()) -> ok.
 last_copy(Where, Watcher) ->
-    copy_touched(Where, Watcher).
-
-copy_touched(Where, Watcher) ->
     case touched(Where, Watcher) of
         [] -> ok;
-        Items -> copy_items(Where, Items)
+        Items -> copy_items(Where, Items, fenced)
+    end.
+
+%% Copies what writers touched since the last take: `none' when they
+%% touched nothing.
+copy_touched(Where, Watcher) ->
+    case touched(Where, Watcher) of
+        [] -> none;
+        Items -> copy_items(Where, Items, locked)
     end.
 
 %% A chunk of source `S''s records, read by the bulk copy. One record per
 %% key in a `set' or `ordered_set' table: each moving one is written where
 %% it goes. A `bag' key's records may span two chunks: its items are
-%% copied whole (copy_items/2). Returns how many records moved.
+%% copied whole (copy_items/3). Returns how many records moved.
 copy_chunk(Where, S, Route, Chunk) ->
     Moving = [R || R <- Chunk, moves(S, Route, R)],
     case mnesia:table_info(S, type) of
         bag ->
-            ok = copy_items(Where, lists:usort([{S, element(2, R)} || R <- Moving]));
+            ok = copy_items(Where, lists:usort([{S, element(2, R)} || R <- Moving]), locked);
         _ ->
             ok = dirty(fun() -> [ok = mnesia:write(place(Route, to, R), R, write)
                                  || R <- Moving], ok
@@ -116,19 +124,38 @@ copy_chunk(Where, S, Route, Chunk) ->
 %% Copies each item afresh: its source's moving records (read now) replace
 %% its copies in every fragment where they go or may have gone, in
 %% batches.
-copy_items(Where, Items) ->
-    lists:foreach(fun(Batch) -> ok = dirty(fun() -> put_batch(Where, Batch) end) end,
+%%
+%% A writer's event reaches the watch just before its commit is applied
+%% (Mnesia reports a change, then makes it), so an item taken from the
+%% watch may not hold its new records yet. Outside the fence (`locked')
+%% each batch is read in a transaction that read-locks its items: a node
+%% releases a writer's locks once it has applied the commit, so the read
+%% sees every write the watch reported (measured: without the lock, a
+%% `redb_copies' write read a moment too early was copied old and lost).
+%% Under the fence (`fenced') the fence's locks already say so, and a
+%% read lock would wait for them.
+copy_items(Where, Items, Reading) ->
+    lists:foreach(fun(Batch) ->
+                          Read = read_batch(Where, Batch, Reading),
+                          ok = dirty(fun() -> put_batch(Read) end)
+                  end,
                   chunks(lists:usort(Items))).
 
-%% In a dirty activity: each item of `Batch' copied afresh.
-put_batch(Where, Batch) ->
-    [put_copies(I, Recs, Route, D) || {I, Recs, Route} <- reads(Where, Batch),
-                                      D <- dests(I, Recs, Route)],
+%% In a dirty activity: each item read copied afresh.
+put_batch(Read) ->
+    [put_copies(I, Recs, Route, D) || {I, Recs, Route} <- Read, D <- dests(I, Recs, Route)],
     ok.
 
 %% `{Item, MovingRecords, Route}' of each item of `Batch', read now.
-reads(Where, Batch) ->
-    [{I, [R || R <- mnesia:dirty_read(S, K), moves(S, Route, R)], Route}
+read_batch(Where, Batch, fenced) ->
+    reads(Where, Batch, fun(S, K) -> mnesia:dirty_read(S, K) end);
+read_batch(Where, Batch, locked) ->
+    {atomic, Read} = mnesia:transaction(
+                       fun() -> reads(Where, Batch, fun(S, K) -> mnesia:read(S, K, read) end) end),
+    Read.
+
+reads(Where, Batch, Read) ->
+    [{I, [R || R <- Read(S, K), moves(S, Route, R)], Route}
      || {S, K} = I <- Batch, Route <- [maps:get(S, Where)]].
 
 %% The fragments item `I''s copies go to (those of its moving records

@@ -46,20 +46,23 @@
 -define(MARK, '$fraghash_fence').
 
 %% @doc Begins a fence (a process of its own, ended with its caller) and
-%% returns once no transaction older than it runs on a running node.
+%% returns once no transaction older than it, nor any that ran when it was
+%% called (whatever its id: each node counts its own), runs on a running
+%% node: every commit made before the call is applied where it goes.
 %% Raises `{fraghash, transactions_running, Text}' when some still run
 %% after 60 s.
 -spec start() -> fence().
 start() ->
+    Running = mnesia:system_info(running_db_nodes),
+    Before = fraghash_tab:transactions(Running),
     Owner = self(),
     {Pid, Ref} = spawn_monitor(fun() -> run(Owner) end),
     Tid = receive
               {Pid, tid, T} -> T;
               {'DOWN', Ref, process, Pid, Why} -> error({fraghash, fence_failed, Why})
           end,
-    Running = mnesia:system_info(running_db_nodes),
     _ = erpc:multicall(Running, mnesia_recover, sync_trans_tid_serial, [Tid], 5000),
-    ok = older_ended(Tid, Running, erlang:monotonic_time(millisecond) + ?OLDER_MS),
+    ok = older_ended(Tid, Before, Running, erlang:monotonic_time(millisecond) + ?OLDER_MS),
     {Pid, Ref}.
 
 %% @doc Write-locks the tables `Frags' (whole) in the fence's transaction;
@@ -122,11 +125,11 @@ run(Owner) ->
 
 %%% Internals
 
-%% Waits until no transaction older than `Tid' runs on `Nodes', fences
-%% excepted.
-older_ended(Tid, Nodes, Deadline) ->
+%% Waits until no transaction older than `Tid', nor any of `Before', runs
+%% on `Nodes', fences excepted.
+older_ended(Tid, Before, Nodes, Deadline) ->
     Older = [T || {_Node, Counter, Pid} = T <- fraghash_tab:transactions(Nodes),
-                  {tid, Counter, Pid} < Tid, not is_fence(Pid)],
+                  {tid, Counter, Pid} < Tid orelse lists:member(T, Before), not is_fence(Pid)],
     case Older of
         [] ->
             ok;
@@ -141,7 +144,7 @@ older_ended(Tid, Nodes, Deadline) ->
                                            [length(Older), Pid, Node]))});
                 false ->
                     timer:sleep(5),
-                    older_ended(Tid, Nodes, Deadline)
+                    older_ended(Tid, Before, Nodes, Deadline)
             end
     end.
 

@@ -34,7 +34,9 @@ redb_frag_test_() ->
                   {timeout, ?T, {"relieve(largest) halves the fragment with the most records, "
                                  "not the last", fun relieve_largest/0}},
                   {timeout, ?T, {"plain change_table_frag is refused, naming the safe call",
-                                 fun plain_refused/0}}]}
+                                 fun plain_refused/0}},
+                  {timeout, ?T, {"a write reported before the table holds it moves with its "
+                                 "new value", fun reported_before_applied/0}}]}
      end}.
 
 setup() ->
@@ -146,6 +148,62 @@ relieve_largest() ->
     ?assert(Moved > lists:nth(2, Before) div 3 andalso Moved < 2 * lists:nth(2, Before) div 3),
     ok = check(Tab, Keys),
     {atomic, ok} = mnesia:delete_table(Tab).
+
+%% Mnesia tells a table's subscribers (the growth path's watch) of a
+%% commit's change just before it applies it. Here the database's writer
+%% process is suspended, so a writer's commit to the last fragment (on
+%% redb_copies) is reported and then held before the table has it, while
+%% a del copies that fragment into the others (on disc_copies, not held)
+%% and takes the report in a copy round. Once the writer process resumes,
+%% the commit is applied; the record must reach its new fragment with
+%% that value, not the one the round could read a moment before.
+reported_before_applied() ->
+    Tab = rf_reported,
+    ok = fraghash_test_support:create_frag(Tab, mnesia_frag_slots, 3, [{n_disc_copies, 1}]),
+    Last = fraghash_tab:frag_name(Tab, 3),
+    {atomic, ok} = mnesia:change_table_copy_type(Last, node(), redb_copies),
+    Keys = lists:seq(1, 300),
+    ok = fraghash_test_support:fill(Tab, Keys, fun value/1),
+    {Mod, State, 3} = fraghash_frag:hash(Tab),
+    K = hd([K || K <- Keys, Mod:key_to_frag_number(State, K) =:= 3]),
+    Self = self(),
+    Db = whereis(fraghash_redb_db),
+    Hook = fun(T, grow_del_copy) when T =:= Tab ->
+                   %% The commit, reported and held.
+                   Seen = spawn_link(fun() -> report_seen(Self, Last, K) end),
+                   receive {Seen, subscribed} -> ok end,
+                   ok = sys:suspend(Db),
+                   spawn_link(fun() ->
+                                      R = mnesia:activity(transaction,
+                                                          fun() -> mnesia:write({Tab, K, late}) end,
+                                                          [], mnesia_frag),
+                                      Self ! {late_writer, R}
+                              end),
+                   receive {Seen, reported} -> ok end,
+                   %% Applied a second later, after the copy rounds began.
+                   spawn(fun() -> timer:sleep(1000), sys:resume(Db) end);
+              (_, _) ->
+                   ok
+           end,
+    ok = fraghash_frag:set_step_hook(Hook),
+    try
+        ?assertEqual({atomic, ok}, fraghash_frag:del_frag(Tab))
+    after
+        fraghash_frag:set_step_hook(undefined),
+        catch sys:resume(Db)
+    end,
+    receive {late_writer, W} -> ?assertEqual(ok, W) end,
+    ?assertEqual([{Tab, K, late}],
+                 mnesia:activity(async_dirty, fun() -> mnesia:read(Tab, K) end, [], mnesia_frag)),
+    {atomic, ok} = mnesia:delete_table(Tab).
+
+%% Tells `Parent' once subscribed to `Frag''s events, then once the write
+%% of `K' is reported.
+report_seen(Parent, Frag, K) ->
+    {ok, _} = mnesia:subscribe({table, Frag, simple}),
+    Parent ! {self(), subscribed},
+    receive {mnesia_table_event, {write, {Frag, K, late}, _}} -> ok end,
+    Parent ! {self(), reported}.
 
 frags(Tab) ->
     mnesia:activity(async_dirty, fun() -> mnesia:table_info(Tab, frag_names) end, mnesia_frag).
