@@ -16,6 +16,13 @@
 %% them on keys of fragment 1; one reader at 500 reads/s of random
 %% existing keys (`async_dirty': a read that finds nothing is a miss).
 %%
+%% With `Kind' `rehash' the case is a change of hash module instead: the
+%% same 8 fragments on `mnesia_frag_hash', every record about `MB' megabytes
+%% in all spread as that module spreads them, changed online to
+%% `mnesia_frag_slots' (`fraghash_frag:change_hash_module/2'), which moves
+%% every record the new module places in another fragment; the writers and
+%% the reader pick among all keys, and the copy reads every fragment.
+%%
 %% Operations, in this order on the same table: `copy', the reference: the
 %% keys of fragment 1 listed (by list_keys/1, the same in every version
 %% of the code measured), those the
@@ -36,7 +43,7 @@
 %% aborted).
 -module(fraghash_bench_relieve).
 
--export([run/5]).
+-export([run/5, run/6]).
 
 -define(FRAGS, 8).
 -define(WRITERS, 4).
@@ -59,20 +66,31 @@
 %% as well).
 -spec run(string(), disc_only_copies | redb_copies, pos_integer(), number(), table | json) -> ok.
 run(Dir, Storage, ValueBytes, MB, Format) ->
+    run(Dir, relieve, Storage, ValueBytes, MB, Format).
+
+%% @doc As {@link run/5}, for the operation `Kind': `relieve' or `rehash'.
+-spec run(string(), relieve | rehash, disc_only_copies | redb_copies, pos_integer(), number(),
+          table | json) -> ok.
+run(Dir, Kind, Storage, ValueBytes, MB, Format) ->
     ok = application:set_env(mnesia, dir, Dir),
     ok = mnesia:create_schema([node()]),
     ok = mnesia:start(),
     ok = fraghash_journal:ensure(),
     [{atomic, ok} = fraghash_redb_copies:register() || Storage =:= redb_copies],
-    {Hot, Cold} = create_and_load(Storage, ValueBytes, MB),
+    {Hot, Cold} = create_and_load(Kind, Storage, ValueBytes, MB),
     persistent_term:put({?MODULE, keys}, {list_to_tuple(Hot), list_to_tuple(Cold)}),
     Value = binary:copy(<<"v">>, ValueBytes),
+    %% The records the operation reads: fragment 1's (relieve), all (rehash).
+    SourceMB = case Kind of
+                   relieve -> frag_mb(Storage, ?TAB);
+                   rehash -> lists:sum([frag_mb(Storage, F) || F <- frags(?FRAGS)])
+               end,
     Case = #{storage => Storage, value_bytes => ValueBytes,
              frag1_records => length(Hot), records => length(Hot) + length(Cold),
-             frag1_mb => frag_mb(Storage, ?TAB)},
-    ok = listing(Value),
-    Copy = measure(Case, copy, Value, Dir),
-    Relieve = measure(Case, relieve, Value, Dir),
+             frag1_mb => SourceMB},
+    [ok = listing(Value) || Kind =:= relieve],
+    Copy = measure(Case, {copy, Kind}, Value, Dir),
+    Relieve = measure(Case, Kind, Value, Dir),
     Ratio = maps:get(wall_s, Relieve) / max(maps:get(wall_s, Copy), 1.0e-6),
     print(Format, Copy#{relieve_over_copy => 1.0}),
     print(Format, Relieve#{relieve_over_copy => Ratio}),
@@ -84,7 +102,7 @@ run(Dir, Storage, ValueBytes, MB, Format) ->
 %% Creates the table on `Storage' and fills it: fragment 1 with about
 %% `MB' megabytes of records, the others with about 1% of the records
 %% each. Returns fragment 1's keys and the others'.
-create_and_load(Storage, ValueBytes, MB) ->
+create_and_load(Kind, Storage, ValueBytes, MB) ->
     Copies = case Storage of
                  disc_only_copies -> n_disc_only_copies;
                  %% Mnesia cannot create fragments of a backend type: they
@@ -94,7 +112,7 @@ create_and_load(Storage, ValueBytes, MB) ->
     {atomic, ok} =
         mnesia:create_table(?TAB, [{attributes, [key, val]},
                                    {frag_properties,
-                                    [{n_fragments, ?FRAGS}, {hash_module, mnesia_frag_slots},
+                                    [{n_fragments, ?FRAGS}, {hash_module, module(Kind)},
                                      {node_pool, [node()]}, {Copies, 1}]}]),
     [{atomic, ok} = mnesia:change_table_copy_type(fraghash_frag:frag_name(?TAB, F), node(),
                                                   redb_copies)
@@ -108,13 +126,20 @@ create_and_load(Storage, ValueBytes, MB) ->
     HotCount = round(MB * 1.0e6 / room(erlang:external_size({?TAB, 1000000, Value}) + 16)),
     ColdCount = HotCount * (100 - ?SHARE) div ?SHARE,
     {M, S, ?FRAGS} = fraghash_frag:hash(?TAB),
-    {Hot, Cold} = keys(M, S, 1, HotCount, ColdCount, [], []),
+    {Hot, Cold} = case Kind of
+                      relieve -> keys(M, S, 1, HotCount, ColdCount, [], []);
+                      %% Every key is as likely to be written as any other.
+                      rehash -> {lists:seq(1, HotCount), lists:seq(1, HotCount)}
+                  end,
     T0 = erlang:monotonic_time(millisecond),
-    ok = load(M, S, Hot ++ Cold, Value),
+    ok = load(M, S, lists:usort(Hot ++ Cold), Value),
     io:format(standard_error, "loaded ~b records (~b in fragment 1) in ~.1f s~n",
-              [HotCount + ColdCount, HotCount,
+              [length(lists:usort(Hot ++ Cold)), mnesia:table_info(?TAB, size),
                (erlang:monotonic_time(millisecond) - T0) / 1000]),
     {Hot, Cold}.
+
+module(relieve) -> mnesia_frag_slots;
+module(rehash) -> mnesia_frag_hash.
 
 room(Bytes) ->
     room(Bytes, 16).
@@ -173,11 +198,14 @@ measure(Case, Op, Value, Dir) ->
     {Writes, Reads} = stop_load(Load),
     Wall = (T1 - T0 - HookUs) / 1.0e6,
     Figures = figures(Writes, Reads, T0, T1),
-    maps:merge(Case, Figures#{op => Op, wall_s => Wall, moved => Moved,
+    maps:merge(Case, Figures#{op => op_name(Op), wall_s => Wall, moved => Moved,
                               records_per_s => Moved / max(Wall, 1.0e-6),
                               peak_rss_mb => (Peak - RssBefore) / 1024,
                               journal_record_mb => Journal / 1.0e6,
                               log_mb => LogMax / 1.0e6}).
+
+op_name({copy, _Kind}) -> copy;
+op_name(Op) -> Op.
 
 %% Prints, as a comment, how long listing fragment 1's keys takes under
 %% the load: `mnesia:dirty_all_keys/1' and, where the code has it, the
@@ -205,7 +233,7 @@ listing(Value) ->
 
 %% Runs the operation: `{RecordsMoved, MicrosecondsSpentMeasuring,
 %% LargestJournalRecordBytes}'.
-run_op(copy) ->
+run_op({copy, relieve}) ->
     {M, S, N} = fraghash_frag:hash(?TAB),
     {To, _, _} = try put(fraghash_relieve, {?TAB, 1}), M:add_frag(S)
                  after erase(fraghash_relieve)
@@ -228,22 +256,44 @@ run_op(copy) ->
     Copied = mnesia:table_info(?SCRATCH, size),
     {atomic, ok} = mnesia:delete_table(?SCRATCH),
     {Copied, 0, 0};
+run_op({copy, rehash}) ->
+    {mnesia_frag_hash, _, ?FRAGS} = fraghash_frag:hash(?TAB),
+    Slots = slots_state(),
+    Storage = mnesia:table_info(?TAB, storage_type),
+    ok = create_scratch(Storage),
+    %% Each fragment's keys that the new module places elsewhere.
+    Moving = [{F, K} || F <- lists:seq(1, ?FRAGS), Frag <- [fraghash_frag:frag_name(?TAB, F)],
+                        K <- mnesia:dirty_all_keys(Frag),
+                        mnesia_frag_slots:key_to_frag_number(Slots, K) =/= F],
+    lists:foreach(
+      fun(Batch) ->
+              {atomic, ok} = mnesia:transaction(
+                               fun() ->
+                                       [mnesia:write(?SCRATCH, setelement(1, R, ?SCRATCH), write)
+                                        || {F, K} <- Batch,
+                                           R <- mnesia:read(fraghash_frag:frag_name(?TAB, F), K,
+                                                            read)],
+                                       ok
+                               end)
+      end, fraghash_tab:chunks(Moving)),
+    Copied = mnesia:table_info(?SCRATCH, size),
+    {atomic, ok} = mnesia:delete_table(?SCRATCH),
+    {Copied, 0, 0};
+run_op(rehash) ->
+    Slots = slots_state(),
+    Moving = lists:sum([length([K || K <- mnesia:dirty_all_keys(fraghash_frag:frag_name(?TAB, F)),
+                                     mnesia_frag_slots:key_to_frag_number(Slots, K) =/= F])
+                        || F <- lists:seq(1, ?FRAGS)]),
+    Spent = atomics:new(2, []),
+    ok = fraghash_frag:set_step_hook(journal_hook(Spent)),
+    Result = try fraghash_frag:change_hash_module(?TAB, mnesia_frag_slots)
+             after fraghash_frag:set_step_hook(undefined)
+             end,
+    {atomic, ok} = Result,
+    {Moving, atomics:get(Spent, 1), atomics:get(Spent, 2)};
 run_op(relieve) ->
     Spent = atomics:new(2, []),
-    ok = fraghash_frag:set_step_hook(
-           fun(_Tab, Step) ->
-                   %% After the switch committed (its locks gone) and
-                   %% before the entry goes: the journal then holds every
-                   %% record the relieve writes to it.
-                   case lists:member(Step, [grow_switched, grow_done]) of
-                       true ->
-                           {Us, Bytes} = timer:tc(fun largest_journal_record/0),
-                           atomics:add(Spent, 1, Us),
-                           atomics:put(Spent, 2, max(Bytes, atomics:get(Spent, 2)));
-                       false ->
-                           ok
-                   end
-           end),
+    ok = fraghash_frag:set_step_hook(journal_hook(Spent)),
     {_, _, N} = fraghash_frag:hash(?TAB),
     %% `largest' must pick fragment 1, the one the copy read.
     [Largest | _] = lists:reverse(lists:keysort(2, [{F, mnesia:table_info(F, size)}
@@ -258,6 +308,28 @@ run_op(relieve) ->
 
 frags(N) ->
     [fraghash_frag:frag_name(?TAB, F) || F <- lists:seq(1, N)].
+
+%% The step hook that reads the journal's largest record after the switch
+%% committed (its locks gone) and before the entry goes: the journal then
+%% holds every record the operation writes to it. `Spent' keeps the time
+%% that took (µs, left out of the wall time) and the largest size.
+journal_hook(Spent) ->
+    fun(_Tab, Step) ->
+            case lists:member(Step, [grow_switched, grow_done]) of
+                true ->
+                    {Us, Bytes} = timer:tc(fun largest_journal_record/0),
+                    atomics:add(Spent, 1, Us),
+                    atomics:put(Spent, 2, max(Bytes, atomics:get(Spent, 2)));
+                false ->
+                    ok
+            end
+    end.
+
+%% mnesia_frag_slots's state at the table's fragment count, as
+%% `fraghash_frag:change_hash_module/2' makes it.
+slots_state() ->
+    lists:foldl(fun(_, St) -> element(1, mnesia_frag_slots:add_frag(St)) end,
+                mnesia_frag_slots:init_state(?TAB, undefined), lists:seq(2, ?FRAGS)).
 
 %% Fragment 1's keys, for the copy: as fast as this benchmark knows to
 %% list them under writers, whatever the code measured does. From a dets

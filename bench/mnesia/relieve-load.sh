@@ -14,6 +14,7 @@
 #
 # Usage: bench/mnesia/relieve-load.sh [--quick | --1g | --2g | --mb MB]
 #            [--storage disc_only_copies,redb_copies] [--values 1000,100] [--json]
+#            [--rehash]
 #   default   fragment 1 with the records of about 270 MB of dets file
 #             (1,000-byte values: about 132,000 records; 100-byte values:
 #             about 1,050,000; the same records on redb_copies), every
@@ -26,12 +27,19 @@
 # of _build/bench/lib/fraghash (ebin, bench/mnesia, priv) to run instead of
 # compiling this tree (to measure one commit while the tree changes).
 # The 50-fragment growth benchmark stays beside it: disc-measure.sh growth.
+#
+# --rehash measures a change of hash module instead: 8 fragments on
+# mnesia_frag_hash holding about MB megabytes of records in all, changed
+# online to mnesia_frag_slots (fraghash_frag:change_hash_module/2) under
+# the same load (on all keys), against a batched copy of the records that
+# move; the size columns are then the whole table's.
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 mb=270
 storage=disc_only_copies,redb_copies
 values=1000,100
 format=table
+kind=relieve
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) mb=5 ;;
@@ -41,6 +49,7 @@ while [ $# -gt 0 ]; do
         --storage) storage=$2; shift ;;
         --values) values=$2; shift ;;
         --json) format=json ;;
+        --rehash) kind=rehash ;;
         *) sed -n '2,/^set -eu/p' "$0" | sed -e 's/^# \{0,1\}//' -e '$d' >&2; exit 2 ;;
     esac
     shift
@@ -51,7 +60,11 @@ else
     (cd "$root" && rebar3 as bench compile >&2)
     lib="$root/_build/bench/lib/fraghash"
 fi
-echo "| storage | value bytes | fragment 1 records | fragment 1 MB | operation | wall s |" \
+case $kind in
+    relieve) read="fragment 1 records | fragment 1 MB" ;;
+    rehash) read="records | MB" ;;
+esac
+echo "| storage | value bytes | $read | operation | wall s |" \
      "records moved | records/s | ÷ copy | peak RSS + MB | largest journal record MB |" \
      "largest Mnesia log MB | longest write ms | p99 write ms | write rate vs before |" \
      "reads | misses | failures |"
@@ -61,7 +74,7 @@ for s in $(echo "$storage" | tr ',' ' '); do
         tmp=$(mktemp -d "${TMPDIR:-/tmp}/fraghash-relieve.XXXXXX")
         echo "<!-- $s, $v-byte values, $mb MB: load before: $(cut -d' ' -f1-3 /proc/loadavg) -->"
         (cd "$tmp" && erl -noshell -pa "$lib/ebin" "$lib/bench/mnesia" \
-            -eval "fraghash_bench_relieve:run(\"$tmp/mnesia\", $s, $v, $mb, $format), halt()." 2>&1 \
+            -eval "fraghash_bench_relieve:run(\"$tmp/mnesia\", $kind, $s, $v, $mb, $format), halt()." 2>&1 \
             | grep -v -e 'WARNING' -e 'overloaded' -e 'INFO REPORT' -e 'application: mnesia' \
                       -e 'exited: stopped' -e 'type: temporary' -e '^ *$') || true
         echo "<!-- load after: $(cut -d' ' -f1-3 /proc/loadavg) -->"
