@@ -214,26 +214,23 @@ touched(Where, Watcher) ->
 clean(Where, Progress) ->
     maps:foreach(
       fun(S, Route) ->
-              Spec = placing_spec(Route),
-              Leave = fun(Chunk, ok) ->
+              %% In the reader, which fixed the source (fraghash_tab:fold/5).
+              Leave = fun(Chunk) ->
                               Keys = lists:usort([K || {K, V} <- Chunk,
                                                        place_value(Route, to, V) =/= S]),
                               ok = leave_source(S, Route, Keys),
-                              Progress(length(Chunk), length(Keys))
+                              {length(Chunk), length(Keys)}
                       end,
-              ok = fraghash_tab:fold(S, Spec, Leave, ok)
+              ok = fraghash_tab:fold(S, placing_spec(Route), Leave,
+                                     fun({Read, Deleted}, ok) -> Progress(Read, Deleted) end, ok)
       end, Where).
 
 %% Deletes the moved records of `Keys' from source `S' in one dirty
 %% activity: a table placed by its key moves a key's records together, so
 %% the key goes, unread; a foreign-key table's records are read and those
-%% placed elsewhere go. On `disc_only_copies' each delete is a request that
-%% waits in the dets server's queue behind the writers' (about 120 requests
-%% a second came through under four writers at 1,800 writes a second on
-%% that fragment, on a loaded machine): cleaning then takes as long as the
-%% writers leave room for, and they keep their pace. (Transactions that
-%% lock the fragment for a batch of 100 keys were no faster, restarting
-%% behind the writers, and held them to a tenth of their rate.)
+%% placed elsewhere go. (Transactions that lock the fragment for a batch
+%% were tried on `disc_only_copies': no faster, restarting behind the
+%% writers, and they held them to a tenth of their rate.)
 leave_source(_S, _Route, []) ->
     ok;
 leave_source(S, Route, Keys) ->
@@ -262,8 +259,8 @@ remove_hidden(Where) ->
               [Route | _] = [R || #{dests := Ds} = R <- maps:values(Where), lists:member(D, Ds)],
               Hidden = fun(R) -> F = place(Route, from, R), F =/= D andalso lists:member(F, Sources) end,
               ok = fraghash_tab:fold(D, [{'_', [], ['$_']}],
-                                     fun(Chunk, ok) -> remove_copies(D, [R || R <- Chunk, Hidden(R)]) end,
-                                     ok)
+                                     fun(Chunk) -> remove_copies(D, [R || R <- Chunk, Hidden(R)]) end,
+                                     fun(ok, ok) -> ok end, ok)
       end, Dests).
 
 remove_copies(_D, []) ->

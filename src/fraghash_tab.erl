@@ -10,7 +10,7 @@
 -export([hash/1, frag_name/2, fragments/1, orphans/0, foreign_key/1,
          batches/3, by_layout/2, fold_layouts/3, chunks/1, chunks/2, durable/2, dump_log/0,
          transactions/1,
-         select/3, fold/4, misplaced/1, misplaced/2, move_misplaced/1,
+         select/3, fold/4, fold/5, misplaced/1, misplaced/2, move_misplaced/1,
          step/2, set_step_hook/1]).
 
 -define(BATCH, 500).
@@ -250,9 +250,10 @@ select(Frag, Spec, Keep) ->
 %% selects of fragment `Frag''s records, in chunks of up to 500 results, on
 %% a node holding an active replica of it (this one when it does): the
 %% same guarantee as `mnesia:dirty_select/2' under concurrent writers
-%% (every record there when it began and not written since is seen once;
-%% one written meanwhile may or may not be, which the growth path's watch,
-%% started before, covers), in memory of one chunk. The table is fixed
+%% (every record there when it began and not written since is seen, once
+%% unless the fold writes the fragment itself: dets may then show one
+%% twice; one written meanwhile may or may not be, which the growth path's
+%% watch, started before, covers), in memory of one chunk. The table is fixed
 %% (`safe_fixtable') from before the first chunk to after the last, and
 %% read by a process of its own that reads the next chunk only once `Fun'
 %% is done with the one before, so `Fun' may run transactions, and write
@@ -265,12 +266,24 @@ select(Frag, Spec, Keep) ->
 %% under 4 writers and a reader.
 -spec fold(atom(), ets:match_spec(), fun(([term()], A) -> A), A) -> A.
 fold(Frag, Spec, Fun, Acc0) ->
+    fold(Frag, Spec, fun(Chunk) -> Chunk end, Fun, Acc0).
+
+%% @doc As {@link fold/4}, each chunk first given to `AtReader' in the
+%% reader, the process that fixed the table, on the node it reads: `Fun'
+%% gets what `AtReader(Chunk)' returns. A fold that writes or deletes in
+%% `Frag' itself does it there: dets makes each request of a process other
+%% than the one that fixed a table wait 1 ms, and serves them one at a time
+%% while it is fixed (measured: about 340 deletes a second from the owner,
+%% against thousands from the reader). Raises `{fraghash, select_failed,
+%% Why}' when `AtReader' fails.
+-spec fold(atom(), ets:match_spec(), fun(([term()]) -> R), fun((R, A) -> A), A) -> A.
+fold(Frag, Spec, AtReader, Fun, Acc0) ->
     Node = case mnesia:table_info(Frag, where_to_read) of
                nowhere -> error({fraghash, no_active_replica, Frag});
                N -> N
            end,
     Owner = self(),
-    {Pid, Ref} = spawn_monitor(Node, fun() -> read_chunks(Owner, Frag, Spec) end),
+    {Pid, Ref} = spawn_monitor(Node, fun() -> read_chunks(Owner, Frag, Spec, AtReader) end),
     fold_chunks(Pid, Ref, Fun, Acc0).
 
 fold_chunks(Pid, Ref, Fun, Acc) ->
@@ -287,28 +300,27 @@ fold_chunks(Pid, Ref, Fun, Acc) ->
 
 %% The reader of fold/4, on a node holding `Frag': sends each chunk, then
 %% waits for the owner to ask for the next.
-read_chunks(Owner, Frag, Spec) ->
+read_chunks(Owner, Frag, Spec, AtReader) ->
     OwnerRef = monitor(process, Owner),
     Storage = mnesia_lib:val({Frag, storage_type}),
     mnesia_lib:db_fixtable(Storage, Frag, true),
     try
-        send_chunks(Owner, OwnerRef, Storage, Spec,
+        send_chunks(Owner, OwnerRef, {Storage, Spec, AtReader},
                     mnesia_lib:db_select_init(Storage, Frag, Spec, ?CHUNK))
     after
         mnesia_lib:db_fixtable(Storage, Frag, false)
     end,
     exit(done).
 
-send_chunks(_Owner, _OwnerRef, _Storage, _Spec, '$end_of_table') ->
+send_chunks(_Owner, _OwnerRef, _Read, '$end_of_table') ->
     ok;
-send_chunks(_Owner, _OwnerRef, _Storage, _Spec, {error, Reason}) ->
+send_chunks(_Owner, _OwnerRef, _Read, {error, Reason}) ->
     exit({select_failed, Reason});
-send_chunks(Owner, OwnerRef, Storage, Spec, {Results, Cont}) ->
-    Owner ! {self(), chunk, Results},
+send_chunks(Owner, OwnerRef, {Storage, Spec, AtReader} = Read, {Results, Cont}) ->
+    Owner ! {self(), chunk, AtReader(Results)},
     receive
         {Owner, next} ->
-            send_chunks(Owner, OwnerRef, Storage, Spec,
-                        mnesia_lib:db_select_cont(Storage, Cont, Spec));
+            send_chunks(Owner, OwnerRef, Read, mnesia_lib:db_select_cont(Storage, Cont, Spec));
         {'DOWN', OwnerRef, process, Owner, _} ->
             ok
     end.

@@ -23,7 +23,10 @@ select_test_() ->
                                fun() -> as_dirty_select(S) end}}
                || S <- [disc_only_copies, disc_copies]]
               ++ [{timeout, 120, {"disc_only_copies: every untouched key once, under a writer",
-                                  fun under_writer/0}}]}
+                                  fun under_writer/0}},
+                  {timeout, 120, {"fold/5: each chunk's work runs in the process that fixed "
+                                  "the dets file, and its deletes there all land",
+                                  fun at_reader/0}}]}
      end}.
 
 create(Tab, Storage) ->
@@ -63,6 +66,28 @@ under_writer() ->
                   {missing, ?KEYS - length(lists:usort(L)),
                    listed_twice, length(L) - length(lists:usort(L))})
      || L <- Listed].
+
+%% dets makes each request of a process other than the one that fixed a
+%% file wait 1 ms: a fold that deletes in the fragment it reads does it in
+%% `AtReader', which must run in the fixing process. Here it deletes the
+%% odd keys of each chunk and reports who fixed the file.
+at_reader() ->
+    Tab = select_at_reader,
+    ok = create(Tab, disc_only_copies),
+    Spec = key_spec(Tab),
+    Owner = self(),
+    AtReader = fun(Keys) ->
+                       {_, Fixers} = dets:info(Tab, safe_fixed_monotonic_time),
+                       Odd = [K || K <- Keys, K rem 2 =:= 1],
+                       mnesia:activity(sync_dirty, fun() -> [mnesia:delete({Tab, K}) || K <- Odd] end),
+                       {[P || {P, _} <- Fixers] =:= [self()], self() =/= Owner, Keys}
+               end,
+    Reports = fraghash_tab:fold(Tab, Spec, AtReader, fun(R, Acc) -> [R | Acc] end, []),
+    ?assertEqual([{true, true}], lists:usort([{Fixer, Apart} || {Fixer, Apart, _} <- Reports])),
+    %% Every key seen (dets may show a key twice when its file changes
+    %% under a fixed traversal: a second delete of it is harmless).
+    ?assertEqual(lists:seq(1, ?KEYS), lists:usort(lists:append([Ks || {_, _, Ks} <- Reports]))),
+    ?assertEqual(lists:seq(2, ?KEYS, 2), lists:sort(mnesia:dirty_all_keys(Tab))).
 
 %% Inserts keys beyond ?KEYS and deletes them again, 2,000 at a time,
 %% until told to stop.
