@@ -72,12 +72,11 @@ check_log() ->
     Running = whereis(mnesia_controller),
     case persistent_term:get({?MODULE, log_failed}, none) of
         {Running, Failed} when is_pid(Running) ->
-            error({fraghash, restart_mnesia,
-                   lists:flatten(
-                     io_lib:format("Mnesia's log on ~s failed to sync since Mnesia started "
-                                   "(~0tP), and Mnesia loses later writes from such a log: "
-                                   "make room, restart Mnesia there, then run "
-                                   "fraghash_frag:recover/0", [node(), Failed, 8]))});
+            error(fraghash_error:new(restart_mnesia,
+                                     "Mnesia's log on ~s failed to sync since Mnesia started "
+                                     "(~0tP), and Mnesia loses later writes from such a log: "
+                                     "make room, restart Mnesia there, then run "
+                                     "fraghash_frag:recover/0", [node(), Failed, 8]));
         _ ->
             ok
     end.

@@ -61,14 +61,14 @@ do_relieve(Tab, Nodes, Which) ->
         {{mnesia_frag_slots, _, N}, F} when is_integer(F), F >= 1, F =< N ->
             fraghash_grow:add_frag(Tab, Nodes, {Tab, F});
         {{mnesia_frag_slots, _, N}, _} ->
-            {aborted, {fraghash, no_such_fragment,
-                       lists:flatten(io_lib:format("~s has fragments 1..~b: name one of them "
-                                                   "or largest", [Tab, N]))}};
+            {aborted, fraghash_error:new(no_such_fragment,
+                                         "~s has fragments 1..~b: name one of them "
+                                         "or largest", [Tab, N])};
         {{Mod, _, _}, _} ->
-            {aborted, {fraghash, relieve_needs_slots,
-                       lists:flatten(io_lib:format("~s uses ~s; only mnesia_frag_slots can "
-                                                   "relieve one fragment: use add_frag/2",
-                                                   [Tab, Mod]))}}
+            {aborted, fraghash_error:new(relieve_needs_slots,
+                                         "~s uses ~s; only mnesia_frag_slots can "
+                                         "relieve one fragment: use add_frag/2",
+                                         [Tab, Mod])}
     end.
 
 %% @doc Removes the last fragment of `Tab', as
@@ -104,9 +104,10 @@ change_hash_module(Tab, Mod, InitArg) ->
         true ->
             operation(Tab, fun() -> fraghash_grow:rehash(Tab, Mod, InitArg) end);
         false ->
-            {aborted, refusal(bad_hash_module, "~0tp is not a loadable module with the five "
-                              "mnesia_frag_hash callbacks: name one (mnesia_frag_slots, say)",
-                              [Mod])}
+            {aborted, fraghash_error:new(bad_hash_module,
+                                         "~0tp is not a loadable module with the five "
+                                         "mnesia_frag_hash callbacks: name one "
+                                         "(mnesia_frag_slots, say)", [Mod])}
     end.
 
 %% @doc The tables to wait for after `mnesia:start()', before {@link
@@ -256,9 +257,9 @@ set_step_hook(Fun) -> fraghash_tab:set_step_hook(Fun).
 do_del_frag(Tab) ->
     case hash(Tab) of
         {_, _, 1} ->
-            {aborted, {fraghash, last_fragment,
-                       lists:flatten(io_lib:format("~s has one fragment, which a table keeps: "
-                                                   "there is none to remove", [Tab]))}};
+            {aborted, fraghash_error:new(last_fragment,
+                                         "~s has one fragment, which a table keeps: "
+                                         "there is none to remove", [Tab])};
         _ ->
             fraghash_grow:del_frag(Tab)
     end.
@@ -266,10 +267,10 @@ do_del_frag(Tab) ->
 %% A journal entry of an operation this code does not know (one written by
 %% an earlier version of fraghash): left as it is, with what to do.
 unknown_entry(Tab, Op) ->
-    {fraghash, unknown_journal_entry,
-     lists:flatten(io_lib:format("~s's journal entry names an operation (~0tp) that this "
-                                 "version of fraghash cannot finish: finish it with the "
-                                 "version that began it, then upgrade", [Tab, Op]))}.
+    fraghash_error:new(unknown_journal_entry,
+                       "~s's journal entry names an operation (~0tp) that this "
+                       "version of fraghash cannot finish: finish it with the "
+                       "version that began it, then upgrade", [Tab, Op]).
 
 %%% Internals
 
@@ -301,9 +302,10 @@ with_nodes(Nodes, Call) ->
         true ->
             Call();
         false ->
-            {aborted, refusal(bad_nodes, "the nodes for the new fragment must be a list of "
-                              "nodes (or a frag_dist, [{Node, Count}]), not ~0tp: write [~0tp]",
-                              [Nodes, Nodes])}
+            {aborted, fraghash_error:new(bad_nodes,
+                                         "the nodes for the new fragment must be a list of "
+                                         "nodes (or a frag_dist, [{Node, Count}]), not ~0tp: "
+                                         "write [~0tp]", [Nodes, Nodes])}
     end.
 
 nodes_or_dist([]) -> true;
@@ -323,18 +325,15 @@ when_running(Call, Refuse) ->
         yes ->
             Call();
         State ->
-            Refuse(refusal(mnesia_not_running, "Mnesia is not running on ~s (~s): start it "
-                           "(mnesia:start/0), wait for its tables, then call again",
-                           [node(), State]))
+            Refuse(fraghash_error:new(mnesia_not_running,
+                                      "Mnesia is not running on ~s (~s): start it "
+                                      "(mnesia:start/0), wait for its tables, then call again",
+                                      [node(), State]))
     end.
 
 %% The error raised by a call whose answer has no error form of its own.
 raise(Reason) ->
     error(Reason).
-
-%% `{fraghash, Reason, Text}', the text formatted from `Format' and `Args'.
-refusal(Reason, Format, Args) ->
-    {fraghash, Reason, lists:flatten(io_lib:format(Format, Args))}.
 
 %% Operation `Op' on `Tab': alone on the table cluster-wide, after the
 %% recovery of any interrupted one.
@@ -359,8 +358,8 @@ serialized_running(Tab, Fun) ->
         {'EXIT', _} ->
             {aborted, {no_exists, Tab}};
         [] ->
-            {aborted, {fraghash, not_fragmented,
-                       lists:flatten(io_lib:format("~p is not a fragmented table", [Tab]))}};
+            {aborted, fraghash_error:new(not_fragmented,
+                                         "~p is not a fragmented table", [Tab])};
         _ ->
             global:trans(lock(Tab),
                          fun() ->
@@ -415,26 +414,26 @@ interrupted(Tab, Reason, [{M, F, A, _} | _]) ->
 failed(_Tab, {as_is, Reason}, _Where) ->
     Reason;
 failed(Tab, {disc_full, File}, Where) ->
-    {fraghash, disc_full,
-     lists:flatten(io_lib:format("a disc is full (~ts)~s while ~s changed: make room on it, "
-                                 "restart Mnesia if it stopped, then fraghash_frag:recover/0 "
-                                 "finishes or undoes the operation", [File, Where, Tab]))};
+    fraghash_error:new(disc_full,
+                       "a disc is full (~ts)~s while ~s changed: make room on it, "
+                       "restart Mnesia if it stopped, then fraghash_frag:recover/0 "
+                       "finishes or undoes the operation", [File, Where, Tab]);
 failed(Tab, {io_error, File, Posix}, Where) ->
-    {fraghash, io_error,
-     lists:flatten(io_lib:format("~ts: ~s~s while ~s changed: fix it, restart Mnesia if it "
-                                 "stopped, then fraghash_frag:recover/0 finishes or undoes the "
-                                 "operation", [File, file:format_error(Posix), Where, Tab]))};
+    fraghash_error:new(io_error,
+                       "~ts: ~s~s while ~s changed: fix it, restart Mnesia if it "
+                       "stopped, then fraghash_frag:recover/0 finishes or undoes the "
+                       "operation", [File, file:format_error(Posix), Where, Tab]);
 failed(Tab, {mnesia_stopped, Node}, Where) ->
-    {fraghash, mnesia_stopped,
-     lists:flatten(io_lib:format("Mnesia stopped on ~s~s while ~s changed (its log says why; a "
-                                 "full disc stops it): fix the cause, start it, then "
-                                 "fraghash_frag:recover/0 finishes or undoes the operation",
-                                 [Node, Where, Tab]))};
+    fraghash_error:new(mnesia_stopped,
+                       "Mnesia stopped on ~s~s while ~s changed (its log says why; a "
+                       "full disc stops it): fix the cause, start it, then "
+                       "fraghash_frag:recover/0 finishes or undoes the operation",
+                       [Node, Where, Tab]);
 failed(Tab, {other, Reason}, Where) ->
-    {fraghash, interrupted,
-     lists:flatten(io_lib:format("the operation on ~s stopped part way (~0tP~s): fix the cause, "
-                                 "then fraghash_frag:recover/0 finishes or undoes what it began",
-                                 [Tab, Reason, 14, Where]))}.
+    fraghash_error:new(interrupted,
+                       "the operation on ~s stopped part way (~0tP~s): fix the cause, "
+                       "then fraghash_frag:recover/0 finishes or undoes what it began",
+                       [Tab, Reason, 14, Where]).
 
 %% The first failure of a disc or of Mnesia found in an error term: `{disc_full,
 %% File}', `{io_error, File, Posix}', `{mnesia_stopped, Node}', or `none'.

@@ -85,5 +85,4 @@ grow(Tab, Pool, K, I, N) ->
     end.
 
 bad(Tab, Format, Args) ->
-    {aborted, {fraghash, bad_frag_properties,
-               lists:flatten([io_lib:format("~0p: ", [Tab]), io_lib:format(Format, Args)])}}.
+    {aborted, fraghash_error:new(bad_frag_properties, "~0p: " ++ Format, [Tab | Args])}.

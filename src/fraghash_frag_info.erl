@@ -148,16 +148,16 @@ replicas(Tab) ->
                       || {F, Ds} <- Per, length(lists:usort([D || {_, D} <- Ds])) > 1],
             if
                 Down =/= [] ->
-                    {error, {fraghash, node_unreachable,
-                             lists:flatten(io_lib:format("could not read ~0p", [Down]))}};
+                    {error, fraghash_error:new(node_unreachable,
+                                               "could not read ~0p", [Down])};
                 Differ =:= [] ->
                     ok;
                 true ->
-                    {error, {fraghash, replicas_differ,
-                             lists:flatten(io_lib:format("the copies of ~0p of ~s differ: read "
-                                                         "each copy, keep the right records "
-                                                         "and write them again",
-                                                         [[F || {F, _} <- Differ], Tab]))},
+                    {error, fraghash_error:new(replicas_differ,
+                                               "the copies of ~0p of ~s differ: read "
+                                               "each copy, keep the right records "
+                                               "and write them again",
+                                               [[F || {F, _} <- Differ], Tab]),
                      Differ}
             end
     end.
@@ -237,8 +237,8 @@ local_digest(Frag) ->
 table_hash(Tab) ->
     case lists:member(Tab, mnesia:system_info(tables)) of
         false ->
-            {error, {fraghash, no_such_table,
-                     lists:flatten(io_lib:format("no table ~s in this node's schema", [Tab]))}};
+            {error, fraghash_error:new(no_such_table,
+                                       "no table ~s in this node's schema", [Tab])};
         true ->
             case mnesia:table_info(Tab, frag_properties) of
                 [] -> {none, none, 1};

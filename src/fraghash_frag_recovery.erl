@@ -77,12 +77,11 @@ sweep_one(Tab, Orphan) ->
             ok = drop_orphan(Orphan),
             ok = remove_leftover_files(Orphan);
         [K | _] ->
-            {error, {fraghash, orphan_holds_records,
-                     lists:flatten(
-                       io_lib:format("~s, beyond ~s's fragment count, holds ~b record(s) that "
-                                     "are not where their keys route (~0tp among them): copy "
-                                     "what must stay into ~s, then delete the table",
-                                     [Orphan, Tab, length(Elsewhere), K, Tab]))}}
+            {error, fraghash_error:new(orphan_holds_records,
+                                       "~s, beyond ~s's fragment count, holds ~b record(s) that "
+                                       "are not where their keys route (~0tp among them): copy "
+                                       "what must stay into ~s, then delete the table",
+                                       [Orphan, Tab, length(Elsewhere), K, Tab])}
     end.
 
 %% Every one of `Records' is among `There' (all of a bag key's records).

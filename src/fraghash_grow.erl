@@ -81,11 +81,11 @@ rehash(Tab, Mod, InitArg) ->
         [] ->
             begin_op(Tab, rehash, fun(P) -> planned_rehash(P, Mod, InitArg) end, #{});
         [F | _] ->
-            {aborted, {fraghash, rehash_foreign_keys,
-                       lists:flatten(io_lib:format("~s has foreign-key tables (~s among them), "
-                                                   "whose placement follows its hash module: "
-                                                   "copy them into tables of the module wanted",
-                                                   [Tab, F]))}}
+            {aborted, fraghash_error:new(rehash_foreign_keys,
+                                         "~s has foreign-key tables (~s among them), "
+                                         "whose placement follows its hash module: "
+                                         "copy them into tables of the module wanted",
+                                         [Tab, F])}
     end.
 
 begin_op(Tab, Op, Plan, Run) ->
@@ -136,23 +136,21 @@ first_entry(Tab, #{parts := Parts} = Entry) ->
     Frags = [frag_name(T, I) || #{tab := T, n := N} <- Parts, I <- lists:seq(1, N)],
     case fraghash_durable:holders_not_running(Frags) of
         [] -> write_first_entry(Tab, Entry);
-        Down -> {aborted, {fraghash, holders_not_running,
-                           lists:flatten(
-                             io_lib:format("~s has copies on ~0p, where Mnesia is not running "
-                                           "with this node: start Mnesia there (or move those "
-                                           "copies), then run the operation again",
-                                           [Tab, Down]))}}
+        Down -> {aborted, fraghash_error:new(holders_not_running,
+                                             "~s has copies on ~0p, where Mnesia is not running "
+                                             "with this node: start Mnesia there (or move those "
+                                             "copies), then run the operation again",
+                                             [Tab, Down])}
     end.
 
 write_first_entry(Tab, Entry) ->
     try fraghash_journal:write(Tab, Entry)
     catch
         _:Why ->
-            {aborted, {fraghash, journal_write_failed,
-                       lists:flatten(
-                         io_lib:format("could not write ~s's journal entry (~0tP): ~s, then run "
-                                       "the operation again",
-                                       [Tab, Why, 20, fraghash_durable:advice(Why)]))}}
+            {aborted, fraghash_error:new(journal_write_failed,
+                                         "could not write ~s's journal entry (~0tP): ~s, then run "
+                                         "the operation again",
+                                         [Tab, Why, 20, fraghash_durable:advice(Why)])}
     end.
 
 %%% Running
@@ -304,11 +302,10 @@ again(Tab, Entry, Phase) ->
 %% (a plain change_table_frag let through): the entry cannot say what to
 %% do.
 unexpected_layout(Tab, Op, N, N1) ->
-    {error, {fraghash, unexpected_layout,
-             lists:flatten(
-               io_lib:format("~s has ~b fragments and a hash state that its ~s from ~b fragments "
-                             "neither started from nor ended with: check it with "
-                             "fraghash_frag:stale_copies/1", [Tab, N1, Op, N]))}}.
+    {error, fraghash_error:new(unexpected_layout,
+                               "~s has ~b fragments and a hash state that its ~s from ~b fragments "
+                               "neither started from nor ended with: check it with "
+                               "fraghash_frag:stale_copies/1", [Tab, N1, Op, N])}.
 
 %%% Undoing and finishing
 

@@ -136,12 +136,11 @@ older_ended(Tid, Before, Nodes, Deadline) ->
         [{Node, _, Pid} | _] ->
             case erlang:monotonic_time(millisecond) > Deadline of
                 true ->
-                    error({fraghash, transactions_running,
-                           lists:flatten(
-                             io_lib:format("~b transaction(s) began before the switch and still "
-                                           "run (~p on ~s among them): end them, then run "
-                                           "fraghash_frag:recover/0",
-                                           [length(Older), Pid, Node]))});
+                    error(fraghash_error:new(transactions_running,
+                                             "~b transaction(s) began before the switch and still "
+                                             "run (~p on ~s among them): end them, then run "
+                                             "fraghash_frag:recover/0",
+                                             [length(Older), Pid, Node]));
                 false ->
                     timer:sleep(5),
                     older_ended(Tid, Before, Nodes, Deadline)

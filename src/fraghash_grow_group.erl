@@ -66,4 +66,4 @@ place(#{tab := T, mod := Mod, pos := Pos}, State) ->
     fun(Rec) -> fraghash_tab:frag_name(T, Mod:key_to_frag_number(State, element(Pos, Rec))) end.
 
 refuse(Reason, Format, Args) ->
-    {aborted, {fraghash, Reason, lists:flatten(io_lib:format(Format, Args))}}.
+    {aborted, fraghash_error:new(Reason, Format, Args)}.

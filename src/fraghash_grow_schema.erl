@@ -109,9 +109,9 @@ drop_last(Tab, Changes, Frags, Check) ->
     Lasts = [fraghash_tab:frag_name(T, N) || {T, _, _} <- Changes],
     case N > 1 of
         false ->
-            {aborted, {fraghash, last_fragment,
-                       lists:flatten(io_lib:format("~s has one fragment, which a table keeps",
-                                                   [Tab]))}};
+            {aborted, fraghash_error:new(last_fragment,
+                                         "~s has one fragment, which a table keeps",
+                                         [Tab])};
         true ->
             transaction(
               Tab,
@@ -200,12 +200,11 @@ load_somewhere(Frag) ->
                     yes = rpc:call(N, mnesia, force_load_table, [Frag]),
                     ok;
                 [] ->
-                    error({fraghash, orphan_not_loadable,
-                           lists:flatten(
-                             io_lib:format("~s, a fragment table left by a kill, is loaded "
-                                           "nowhere and no running node holds it: start the "
-                                           "nodes that hold it, then run fraghash_frag:"
-                                           "recover/0", [Frag]))})
+                    error(fraghash_error:new(orphan_not_loadable,
+                                             "~s, a fragment table left by a kill, is loaded "
+                                             "nowhere and no running node holds it: start the "
+                                             "nodes that hold it, then run fraghash_frag:"
+                                             "recover/0", [Frag]))
             end
     end.
 
@@ -299,15 +298,14 @@ dumper_caught_up(Tab, Deadline) ->
         {[], _} ->
             ok;
         {[{Node, Q} | _], true} ->
-            mnesia:abort({fraghash, overloaded,
-                          lists:flatten(
-                            io_lib:format("Mnesia's log dumper on ~s is ~b dumps behind its "
-                                          "writers, and a schema change of ~s would wait for "
-                                          "all of them: slow the writers down (dirty writes "
-                                          "take no lock that holds them back) or raise "
-                                          "dump_log_write_threshold, then run the operation "
-                                          "again (or fraghash_frag:recover/0, which finishes "
-                                          "or undoes it)", [Node, Q, Tab]))});
+            mnesia:abort(fraghash_error:new(overloaded,
+                                            "Mnesia's log dumper on ~s is ~b dumps behind its "
+                                            "writers, and a schema change of ~s would wait for "
+                                            "all of them: slow the writers down (dirty writes "
+                                            "take no lock that holds them back) or raise "
+                                            "dump_log_write_threshold, then run the operation "
+                                            "again (or fraghash_frag:recover/0, which finishes "
+                                            "or undoes it)", [Node, Q, Tab]));
         {_, false} ->
             timer:sleep(50),
             dumper_caught_up(Tab, Deadline)
@@ -371,10 +369,9 @@ expect(Tab, State, N) ->
         {_Mod, State, N} ->
             ok;
         {_Mod, _Other, N2} ->
-            mnesia:abort({fraghash, changed_underneath,
-                          lists:flatten(
-                            io_lib:format("~s changed while the operation ran (~b fragments, "
-                                          "then ~b): run it again", [Tab, N, N2]))})
+            mnesia:abort(fraghash_error:new(changed_underneath,
+                                            "~s changed while the operation ran (~b fragments, "
+                                            "then ~b): run it again", [Tab, N, N2]))
     end.
 
 %% The ops that create fragment `N + 1' of `T' and give `T' `N + 1'
@@ -415,11 +412,10 @@ place(T, [{Kind, Count} | Rest], Pool) when length(Pool) >= Count ->
     [mnesia:abort({not_active, T, Node}) || Node <- Mine, not lists:member(Node, Running)],
     [{Kind, Mine} || Count > 0] ++ place(T, Rest, Pool2);
 place(T, _Counts, Pool) ->
-    mnesia:abort({fraghash, too_few_nodes,
-                  lists:flatten(
-                    io_lib:format("~s keeps more copies of each fragment than the ~b nodes "
-                                  "given for the new one: give as many nodes as a fragment "
-                                  "has copies", [T, length(Pool)]))}).
+    mnesia:abort(fraghash_error:new(too_few_nodes,
+                                    "~s keeps more copies of each fragment than the ~b nodes "
+                                    "given for the new one: give as many nodes as a fragment "
+                                    "has copies", [T, length(Pool)])).
 
 %% `{add_frag, Nodes}' takes nodes or a `frag_dist' (`[{Node, Count}]').
 node_of({Node, _Count}) -> Node;

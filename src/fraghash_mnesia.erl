@@ -125,8 +125,9 @@ added(Scheme, #fraghash_state{table = Tab, n = N, opts = Opts, digest = D, bytes
             %% Frag's slots, nothing else moves.
             fraghash_nif:call(fun() -> fraghash_nif:split_frag(D, B, Frag) end);
         {Tab, _} ->
-            mnesia:abort({fraghash, relieve_needs_slots,
-                          "only mnesia_frag_slots can relieve one fragment"});
+            mnesia:abort(fraghash_error:new(relieve_needs_slots,
+                                            "only mnesia_frag_slots can relieve one fragment",
+                                            []));
         _ ->
             W = weight(N + 1, Opts),
             fraghash_nif:call(fun() -> fraghash_nif:add_frag(D, B, W, donors(Opts)) end)
@@ -283,7 +284,7 @@ frag_properties(Tab) ->
     end.
 
 refuse(Reason, Format, Args) ->
-    mnesia:abort({fraghash, Reason, lists:flatten(io_lib:format(Format, Args))}).
+    mnesia:abort(fraghash_error:new(Reason, Format, Args)).
 
 %% @doc The fragment of a key in a state (the hash modules compile the
 %% same lookup in; see `fraghash_lookup').
@@ -354,10 +355,9 @@ refuse_unsafe_change(#fraghash_state{table = Tab}, Op) ->
                        add_frag -> "fraghash_frag:add_frag/2";
                        del_frag -> "fraghash_frag:del_frag/1"
                    end,
-            mnesia:abort({fraghash, unsafe_change_table_frag,
-                          lists:flatten(
-                            io_lib:format("~s has disc copies, where Mnesia may lose the "
-                                          "records ~s moves; use ~s", [Tab, Op, Safe]))});
+            mnesia:abort(fraghash_error:new(unsafe_change_table_frag,
+                                            "~s has disc copies, where Mnesia may lose the "
+                                            "records ~s moves; use ~s", [Tab, Op, Safe]));
         false ->
             ok
     end.

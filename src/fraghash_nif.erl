@@ -160,11 +160,11 @@ call(F) ->
     try F()
     catch
         error:{fraghash, Reason, Msg} when is_binary(Msg) ->
-            mnesia:abort({fraghash, Reason, binary_to_list(Msg)});
+            mnesia:abort(fraghash_error:new(Reason, "~ts", [Msg]));
         error:{fraghash, nif_not_loaded, _Tried} = NotLoaded ->
             mnesia:abort(NotLoaded);
         error:badarg ->
-            mnesia:abort({fraghash, badarg, "bad argument types for the NIF"})
+            mnesia:abort(fraghash_error:new(badarg, "bad argument types for the NIF", []))
     end.
 
 %% @doc Tells the NIF, once per node, where to keep its built-state files: the

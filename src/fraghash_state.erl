@@ -92,8 +92,8 @@ decode_or_abort(State) ->
 %% @doc Aborts the transaction: a state whose recipe does not match its key.
 -spec digest_mismatch() -> no_return().
 digest_mismatch() ->
-    mnesia:abort({fraghash, digest_mismatch,
-                  "the hash state's recipe does not match its key: damaged state"}).
+    mnesia:abort(fraghash_error:new(digest_mismatch, "the hash state's recipe does not match "
+                                    "its key: damaged state", [])).
 
 %% @doc The two small integers a lookup identifies a state by: the top 59
 %% bits of each half of its 128-bit digest.
