@@ -372,7 +372,7 @@ impl Db {
         let room_low = AtomicBool::new(log.low_room());
         let base = read::Base::open(&db, path)?;
         let db = Db {
-            db: guard::QuietClose::new(db, path),
+            db: guard::QuietClose::new(db),
             path: path.to_path_buf(),
             writer: Mutex::new(Writer::new(log)),
             flushed: Condvar::new(),
