@@ -95,16 +95,16 @@ order_key_etf(_Etf) -> ?NIF.
 order_key_etf_dirty(_Etf) -> ?NIF.
 
 %% @doc The bytes the order key of every term matching `Pattern' starts
-%% with, `Pattern' being the key part of a match spec head: `'_'' and the
-%% variables `'$1'', `'$2'', ... match anything, a map every map holding
-%% its keys. It is `Pattern''s order key up to its first wildcard or
-%% variable (a map adds its type byte there): `key_prefix({user, 42,
-%% '_'})' is the key of `{user, 42, 0}' without the key of `0', and the
-%% prefix of a pattern without wildcards, variables or maps is its whole
-%% order key. Computed by the encoder of the order keys
-%% (`fraghash_redb::term::pattern_prefix' in `crates/fraghash-redb').
-%% Raises as {@link order_key/1} when the part of `Pattern' before its
-%% first open place cannot be in a key.
+%% with, `Pattern' being the key part of a match spec head: <code>'_'</code>
+%% and the variables <code>'$1'</code>, <code>'$2'</code>, ... match
+%% anything, a map every map holding its keys. It is the order key of
+%% `Pattern' up to its first wildcard or variable (a map adds its type
+%% byte there): ``key_prefix({user, 42, '_'})'' is the key of
+%% `{user, 42, 0}' without the key of `0', and the prefix of a pattern
+%% without wildcards, variables or maps is its whole order key. Computed
+%% by the encoder of the order keys (`fraghash_redb::term::pattern_prefix'
+%% in `crates/fraghash-redb'). Raises as {@link order_key/1} when the part
+%% of `Pattern' before its first open place cannot be in a key.
 -spec key_prefix(term()) -> binary().
 key_prefix(Pattern) ->
     key_prefix_etf(term_to_binary(Pattern)).

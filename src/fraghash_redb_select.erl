@@ -9,7 +9,7 @@
 %% <li>`{keys, Keys}' when every clause binds the key to a ground term:
 %% one lookup per distinct key, nothing else.</li>
 %% <li>`{prefix, Bytes}' when every clause binds a leading part of the key
-%% (`{user, 42, '_'}', `{{user, '$1'}, '_'}', `[$a, $b | '_']'): the keys
+%% (``{user, 42, '_'}'', ``{{user, '$1'}, '_'}'', ``[$a, $b | '_']''): the keys
 %% matching it all have order keys starting with a prefix the clause
 %% fixes ({@link fraghash_redb_nif:key_prefix/1}: order keys of tuples and
 %% lists are the concatenation of their elements' keys, none of which is
