@@ -24,7 +24,8 @@
 %% `no_such_table', `table_exists', `bad_table_name', `closed'.
 -module(fraghash_redb_nif).
 
--export([order_key/1, order_key_etf/1, order_key_etf_dirty/1, key_prefix/1, key_prefix_etf/1]).
+-export([order_key/1, order_key_etf/1, order_key_etf_dirty/1]).
+-export([key_prefix/1, key_prefix_etf/1, key_prefix_etf_dirty/1]).
 -export([open/2, close/1, create_table/3, delete_table/2, tables/1,
          write/3, sync/1, flush/1, wants_flush/1, get/3, first/2, last/2, next/3, prev/3,
          chunk/5, records/5, size/2, stored_bytes/2, log_repairs/1, has_room/1,
@@ -107,12 +108,21 @@ order_key_etf_dirty(_Etf) -> ?NIF.
 %% of `Pattern' before its first open place cannot be in a key.
 -spec key_prefix(term()) -> binary().
 key_prefix(Pattern) ->
-    key_prefix_etf(term_to_binary(Pattern)).
+    Etf = term_to_binary(Pattern),
+    case byte_size(Etf) =< ?SMALL_ETF of
+        true -> key_prefix_etf(Etf);
+        false -> key_prefix_etf_dirty(Etf)
+    end.
 
 %% @doc {@link key_prefix/1} of the pattern whose external format is
-%% `Etf', on a dirty CPU scheduler.
+%% `Etf'. Normal scheduler: for at most a few KiB (see {@link
+%% key_prefix/1}).
 -spec key_prefix_etf(binary()) -> binary().
 key_prefix_etf(_Etf) -> ?NIF.
+
+%% @doc As {@link key_prefix_etf/1}, on a dirty CPU scheduler.
+-spec key_prefix_etf_dirty(binary()) -> binary().
+key_prefix_etf_dirty(_Etf) -> ?NIF.
 
 %%% The database (all on dirty I/O schedulers)
 

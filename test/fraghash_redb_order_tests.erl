@@ -256,7 +256,15 @@ key_prefixes() ->
     %% What comes before the first open part must be able to be a key;
     %% what comes after it is not read.
     ?assertError({fraghash_redb, unsupported_key, _}, fraghash_redb_nif:key_prefix({self(), '_'})),
-    ?assertEqual(fraghash_redb_nif:key_prefix({'_', a}), fraghash_redb_nif:key_prefix({'_', self()})).
+    ?assertEqual(fraghash_redb_nif:key_prefix({'_', a}), fraghash_redb_nif:key_prefix({'_', self()})),
+    %% Patterns over a few KiB go to a dirty scheduler: the same rule, and
+    %% a part after the open place too large for a key is not read either.
+    Big = binary:copy(<<1>>, 6000),
+    BigKey = fraghash_redb_nif:order_key({Big, 0}),
+    ?assertEqual(binary:part(BigKey, 0, byte_size(BigKey) - byte_size(Zero)),
+                 fraghash_redb_nif:key_prefix({Big, '_'})),
+    ?assertEqual(fraghash_redb_nif:key_prefix({'_', a}),
+                 fraghash_redb_nif:key_prefix({'_', binary:copy(<<1>>, 100000)})).
 
 %% Parts of `T' made `'_'' (one in four) or a new variable (one in eight).
 %% Map keys stay: a match pattern's are ground.

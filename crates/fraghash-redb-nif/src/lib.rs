@@ -5,7 +5,8 @@
 //! |---|---|---|
 //! | `order_key_etf(Etf)` | normal (callers pass at most a few KiB) | the order key, a binary |
 //! | `order_key_etf_dirty(Etf)` | dirty CPU | the same, for any size |
-//! | `key_prefix_etf(Etf)` | dirty CPU | the bytes every order key of a term matching the match pattern starts with, a binary |
+//! | `key_prefix_etf(Etf)` | normal (callers pass at most a few KiB) | the bytes every order key of a term matching the match pattern starts with, a binary |
+//! | `key_prefix_etf_dirty(Etf)` | dirty CPU | the same, for any size |
 //! | `open(Path, Opts)` | dirty I/O | `{ok, Db}` |
 //! | `close(Db)` | dirty I/O | `ok` (again after the first: `ok`) |
 //! | `reopen(Db)` | dirty I/O | `ok`: closed without a sync and opened again (`poisoned`) |
