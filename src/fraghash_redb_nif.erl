@@ -25,6 +25,7 @@
 -module(fraghash_redb_nif).
 
 -export([order_key/1, order_key_etf/1, order_key_etf_dirty/1]).
+-export([key_prefix/1, key_prefix_etf/1, key_prefix_etf_dirty/1]).
 -export([open/2, close/1, create_table/3, delete_table/2, tables/1,
          write/3, sync/1, flush/1, wants_flush/1, get/3, first/2, last/2, next/3, prev/3,
          chunk/5, records/5, size/2, stored_bytes/2, log_repairs/1, has_room/1,
@@ -93,6 +94,35 @@ order_key_etf(_Etf) -> ?NIF.
 %% @doc As {@link order_key_etf/1}, on a dirty CPU scheduler.
 -spec order_key_etf_dirty(binary()) -> binary().
 order_key_etf_dirty(_Etf) -> ?NIF.
+
+%% @doc The bytes the order key of every term matching `Pattern' starts
+%% with, `Pattern' being the key part of a match spec head: <code>'_'</code>
+%% and the variables <code>'$1'</code>, <code>'$2'</code>, ... match
+%% anything, a map every map holding its keys. It is the order key of
+%% `Pattern' up to its first wildcard or variable (a map adds its type
+%% byte there): ``key_prefix({user, 42, '_'})'' is the key of
+%% `{user, 42, 0}' without the key of `0', and the prefix of a pattern
+%% without wildcards, variables or maps is its whole order key. Computed
+%% by the encoder of the order keys (`fraghash_redb::term::pattern_prefix'
+%% in `crates/fraghash-redb'). Raises as {@link order_key/1} when the part
+%% of `Pattern' before its first open place cannot be in a key.
+-spec key_prefix(term()) -> binary().
+key_prefix(Pattern) ->
+    Etf = term_to_binary(Pattern),
+    case byte_size(Etf) =< ?SMALL_ETF of
+        true -> key_prefix_etf(Etf);
+        false -> key_prefix_etf_dirty(Etf)
+    end.
+
+%% @doc {@link key_prefix/1} of the pattern whose external format is
+%% `Etf'. Normal scheduler: for at most a few KiB (see {@link
+%% key_prefix/1}).
+-spec key_prefix_etf(binary()) -> binary().
+key_prefix_etf(_Etf) -> ?NIF.
+
+%% @doc As {@link key_prefix_etf/1}, on a dirty CPU scheduler.
+-spec key_prefix_etf_dirty(binary()) -> binary().
+key_prefix_etf_dirty(_Etf) -> ?NIF.
 
 %%% The database (all on dirty I/O schedulers)
 

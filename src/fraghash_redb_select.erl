@@ -9,12 +9,12 @@
 %% <li>`{keys, Keys}' when every clause binds the key to a ground term:
 %% one lookup per distinct key, nothing else.</li>
 %% <li>`{prefix, Bytes}' when every clause binds a leading part of the key
-%% (`{user, 42, '_'}', `{{user, '$1'}, '_'}', `[$a, $b | '_']'): the keys
-%% matching it are exactly those whose order key starts with a prefix the
-%% clause fixes (order keys of tuples and lists are the concatenation of
-%% their elements' keys, none of which is the start of another, see
-%% `crates/fraghash-redb'), so only the range of the longest prefix common
-%% to all clauses is read.</li>
+%% (``{user, 42, '_'}'', ``{{user, '$1'}, '_'}'', ``[$a, $b | '_']''): the keys
+%% matching it all have order keys starting with a prefix the clause
+%% fixes ({@link fraghash_redb_nif:key_prefix/1}: order keys of tuples and
+%% lists are the concatenation of their elements' keys, none of which is
+%% the start of another, see `crates/fraghash-redb'), so only the range of
+%% the longest prefix common to all clauses is read.</li>
 %% <li>`scan' otherwise: the whole table.</li>
 %% </ul>
 %% Scans read chunks of {@link chunk/0} records; a
@@ -151,47 +151,18 @@ is_var(A) ->
         _ -> false
     end.
 
-%% The bytes the order key of every term matching pattern `P' starts with.
-%% A ground term: its whole key. A tuple: its tag and size, the keys of
-%% its leading ground elements, then the prefix of the first other one
-%% (found by encoding the tuple with that element and the rest replaced by
-%% `0', and cutting as many keys of `0' off the end). A list `[H | T]' the
-%% same way, H then T. Anything else: nothing.
+%% The bytes the order key of every term matching pattern `P' starts with
+%% (the rule is the encoder's: fraghash_redb_nif:key_prefix/1); nothing
+%% for a pattern no stored key can match, which a scan answers.
 prefix(none) ->
     <<>>;
 prefix(P) ->
-    case ground(P) of
-        true ->
-            try fraghash_redb_nif:order_key(P)
-            catch error:{fraghash_redb, _, _} -> <<>>
-            end;
-        false ->
-            open_prefix(P)
+    try fraghash_redb_nif:key_prefix(P)
+    catch error:{fraghash_redb, _, _} -> <<>>
     end.
 
-open_prefix(T) when is_tuple(T), tuple_size(T) > 0 ->
-    Elems = tuple_to_list(T),
-    {Ground, [Open | Rest]} = lists:splitwith(fun ground/1, Elems),
-    Filled = list_to_tuple(Ground ++ [0 || _ <- [Open | Rest]]),
-    <<(cut(Filled, 1 + length(Rest)))/binary, (prefix(Open))/binary>>;
-open_prefix([H | T]) ->
-    case ground(H) of
-        true -> <<(cut([H | 0], 1))/binary, (prefix(T))/binary>>;
-        false -> <<(cut([0 | 0], 2))/binary, (prefix(H))/binary>>
-    end;
-open_prefix(_) ->
-    <<>>.
-
-%% The order key of `Filled' without its last `N' keys of `0'.
-cut(Filled, N) ->
-    try fraghash_redb_nif:order_key(Filled) of
-        Key ->
-            Zero = byte_size(fraghash_redb_nif:order_key(0)),
-            binary:part(Key, 0, byte_size(Key) - N * Zero)
-    catch
-        error:{fraghash_redb, _, _} -> <<>>
-    end.
-
+%% The longest prefix of all of `Ps': every key matching any clause starts
+%% with it.
 common_prefix([]) ->
     <<>>;
 common_prefix([P]) ->

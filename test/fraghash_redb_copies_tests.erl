@@ -235,6 +235,24 @@ select() ->
     ?assertEqual(P2, binary:part(fraghash_redb_nif:order_key([a, b, c]), 0, byte_size(P2))),
     ?assertNotEqual(P2, binary:part(fraghash_redb_nif:order_key([a, c]), 0, byte_size(P2))),
     ets:delete(Mirror),
+    %% A map in a partly bound key matches every map holding its keys, of
+    %% any size (as in ets): the range is that of the map's type.
+    ok = create(map_keyed, ordered_set),
+    Maps = [{map_keyed, {M, I}, I} || M <- [#{}, #{a => 1}, #{a => 1, b => 2}, #{b => 1}],
+                                      I <- [1, 2]],
+    MapMirror = ets:new(map_mirror, [ordered_set, {keypos, 2}]),
+    ets:insert(MapMirror, Maps),
+    {atomic, ok} = mnesia:transaction(fun() -> lists:foreach(fun mnesia:write/1, Maps) end),
+    lists:foreach(fun(MS) ->
+                          ?assertMatch([_, _ | _], ets:select(MapMirror, MS)),
+                          ?assertEqual({MS, ets:select(MapMirror, MS)},
+                                       {MS, mnesia:dirty_select(map_keyed, MS)})
+                  end,
+                  [[{{map_keyed, {#{a => 1}, '_'}, '_'}, [], ['$_']}],
+                   [{{map_keyed, {#{a => '$1'}, 2}, '_'}, [], ['$1']}],
+                   [{{map_keyed, {#{}, '_'}, '_'}, [], ['$_']}]]),
+    ets:delete(MapMirror),
+    {atomic, ok} = mnesia:delete_table(map_keyed),
     %% A stored value that is not a term is an error, never a record.
     ok = create(garbled, set),
     ok = fraghash_redb_nif:write(fraghash_redb_db:handle(),

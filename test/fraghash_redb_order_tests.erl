@@ -212,6 +212,91 @@ bits() ->
     N = rand:uniform(7),
     <<(bin())/binary, (rand:uniform(1 bsl N) - 1):N>>.
 
+%%% Key prefixes of match patterns
+
+key_prefixes_test_() ->
+    {timeout, 60, fun key_prefixes/0}.
+
+%% A term opened into a match pattern (parts of it made `'_'' or a
+%% variable), against ets's own matching: every term ets matches to the
+%% pattern, among the term, the pattern filled in three ways (maps given a
+%% key more) and other test terms, has an order key starting with the
+%% pattern's prefix; a pattern with nothing open has its whole order key.
+key_prefixes() ->
+    Terms = list_to_tuple(terms(1000)),
+    rand:seed(exsss, {20251206, 9, 3}),
+    lists:foreach(
+      fun(I) ->
+              T = element(I, Terms),
+              put(vars, 0),
+              Pat = open(T),
+              Prefix = fraghash_redb_nif:key_prefix(Pat),
+              Others = [element(rand:uniform(tuple_size(Terms)), Terms) || _ <- lists:seq(1, 20)],
+              Candidates = [T, fill(Pat, a), fill(Pat, []), fill(Pat, {x, [1 | 2.0]}) | Others],
+              MS = ets:match_spec_compile([{Pat, [], ['$_']}]),
+              Matches = ets:match_spec_run(Candidates, MS),
+              ?assert(length(Matches) >= 4),
+              lists:foreach(fun(M) ->
+                                    K = fraghash_redb_nif:order_key(M),
+                                    ?assertEqual({Pat, M, Prefix},
+                                                 {Pat, M, binary:part(K, 0, min(byte_size(K),
+                                                                               byte_size(Prefix)))})
+                            end, Matches),
+              case Pat =:= T andalso not has_map(T) of
+                  true -> ?assertEqual(fraghash_redb_nif:order_key(T), Prefix);
+                  false -> ok
+              end
+      end, lists:seq(1, tuple_size(Terms))),
+    ?assertEqual(<<>>, fraghash_redb_nif:key_prefix('_')),
+    ?assertEqual(<<>>, fraghash_redb_nif:key_prefix('$1')),
+    Zero = fraghash_redb_nif:order_key(0),
+    ?assertEqual(binary:part(fraghash_redb_nif:order_key({user, 42, 0}), 0,
+                             byte_size(fraghash_redb_nif:order_key({user, 42, 0})) - byte_size(Zero)),
+                 fraghash_redb_nif:key_prefix({user, 42, '_'})),
+    %% What comes before the first open part must be able to be a key;
+    %% what comes after it is not read.
+    ?assertError({fraghash_redb, unsupported_key, _}, fraghash_redb_nif:key_prefix({self(), '_'})),
+    ?assertEqual(fraghash_redb_nif:key_prefix({'_', a}), fraghash_redb_nif:key_prefix({'_', self()})),
+    %% Patterns over a few KiB go to a dirty scheduler: the same rule, and
+    %% a part after the open place too large for a key is not read either.
+    Big = binary:copy(<<1>>, 6000),
+    BigKey = fraghash_redb_nif:order_key({Big, 0}),
+    ?assertEqual(binary:part(BigKey, 0, byte_size(BigKey) - byte_size(Zero)),
+                 fraghash_redb_nif:key_prefix({Big, '_'})),
+    ?assertEqual(fraghash_redb_nif:key_prefix({'_', a}),
+                 fraghash_redb_nif:key_prefix({'_', binary:copy(<<1>>, 100000)})).
+
+%% Parts of `T' made `'_'' (one in four) or a new variable (one in eight).
+%% Map keys stay: a match pattern's are ground.
+open(T) ->
+    case rand:uniform(8) of
+        N when N =< 2 -> '_';
+        3 -> put(vars, get(vars) + 1), list_to_atom("$" ++ integer_to_list(get(vars)));
+        _ when is_tuple(T) -> list_to_tuple([open(E) || E <- tuple_to_list(T)]);
+        _ when is_map(T) -> maps:map(fun(_, V) -> open(V) end, T);
+        _ -> open_list(T)
+    end.
+
+open_list([H | Tail]) -> [open(H) | open(Tail)];
+open_list(T) -> T.
+
+%% `Pat' with `X' in each open part and a key more in each map.
+fill('_', X) -> X;
+fill(A, X) when is_atom(A) ->
+    case fraghash_redb_select:is_var(A) of
+        true -> X;
+        false -> A
+    end;
+fill(T, X) when is_tuple(T) -> list_to_tuple([fill(E, X) || E <- tuple_to_list(T)]);
+fill(M, X) when is_map(M) -> (maps:map(fun(_, V) -> fill(V, X) end, M))#{'extra key' => X};
+fill([H | T], X) -> [fill(H, X) | fill(T, X)];
+fill(T, _) -> T.
+
+has_map(M) when is_map(M) -> true;
+has_map(T) when is_tuple(T) -> has_map(tuple_to_list(T));
+has_map([H | T]) -> has_map(H) orelse has_map(T);
+has_map(_) -> false.
+
 %%% Error paths
 
 errors_test_() ->

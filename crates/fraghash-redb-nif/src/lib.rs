@@ -5,6 +5,8 @@
 //! |---|---|---|
 //! | `order_key_etf(Etf)` | normal (callers pass at most a few KiB) | the order key, a binary |
 //! | `order_key_etf_dirty(Etf)` | dirty CPU | the same, for any size |
+//! | `key_prefix_etf(Etf)` | normal (callers pass at most a few KiB) | the bytes every order key of a term matching the match pattern starts with, a binary |
+//! | `key_prefix_etf_dirty(Etf)` | dirty CPU | the same, for any size |
 //! | `open(Path, Opts)` | dirty I/O | `{ok, Db}` |
 //! | `close(Db)` | dirty I/O | `ok` (again after the first: `ok`) |
 //! | `reopen(Db)` | dirty I/O | `ok`: closed without a sync and opened again (`poisoned`) |
@@ -39,7 +41,7 @@
 //! `storage`, `no_such_table`, `table_exists`, `bad_table_name`,
 //! `log_damaged`, `log_missing`, `poisoned`, `closed`
 //! and `Message` a binary. Order keys raise `{fraghash_redb, Reason,
-//! Message}`, `Reason` one of `unsupported_key`, `key_too_large`,
+//! Message}` (so do key prefixes), `Reason` one of `unsupported_key`, `key_too_large`,
 //! `too_deep`, `bad_term`. Arguments of the wrong type raise `badarg`.
 //! Nothing here panics on bad input. redb panics on some damaged pages:
 //! the database calls turn any panic, redb's or this library's, into
@@ -55,8 +57,9 @@ use std::sync::RwLock;
 use fraghash_redb::db::{
     guarded, Chunk, Db, DbError, Direction, Durability, Op, OpenOptions, Start,
 };
-use fraghash_redb::term::{order_key, TermError};
 use rustler::{Atom, Binary, Encoder, Env, Error, NewBinary, NifResult, ResourceArc, Term};
+
+mod keys;
 
 mod atoms {
     rustler::atoms! {
@@ -161,34 +164,6 @@ fn with_db<'a>(
 
 fn utf8<'a>(b: Binary<'a>) -> NifResult<&'a str> {
     std::str::from_utf8(b.as_slice()).map_err(|_| Error::BadArg)
-}
-
-fn key_error(e: TermError) -> Error {
-    let reason = match e {
-        TermError::UnsupportedKey { .. } => atoms::unsupported_key(),
-        TermError::KeyTooLarge { .. } => atoms::key_too_large(),
-        TermError::TooDeep { .. } => atoms::too_deep(),
-        _ => atoms::bad_term(),
-    };
-    Error::RaiseTerm(Box::new((atoms::fraghash_redb(), reason, e.to_string())))
-}
-
-/// The order key of a term given as `term_to_binary/1` bytes. Normal
-/// scheduler: the Erlang wrapper sends only small terms here.
-#[rustler::nif]
-fn order_key_etf<'a>(env: Env<'a>, etf: Binary<'a>) -> NifResult<Term<'a>> {
-    key_of(env, etf)
-}
-
-fn key_of<'a>(env: Env<'a>, etf: Binary<'a>) -> NifResult<Term<'a>> {
-    let key = order_key(etf.as_slice()).map_err(key_error)?;
-    Ok(binary(env, &key))
-}
-
-/// As `order_key_etf/1`, on a dirty CPU scheduler, for large terms.
-#[rustler::nif(schedule = "DirtyCpu")]
-fn order_key_etf_dirty<'a>(env: Env<'a>, etf: Binary<'a>) -> NifResult<Term<'a>> {
-    key_of(env, etf)
 }
 
 fn open_options(opts: Term) -> NifResult<OpenOptions> {

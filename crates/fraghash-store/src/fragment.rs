@@ -203,7 +203,7 @@ impl Fragment {
         Ok(Fragment {
             path: path.to_path_buf(),
             file_no,
-            db: QuietClose::new(db, path),
+            db: QuietClose::new(db),
             records: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
         })
@@ -264,7 +264,7 @@ impl Fragment {
         Ok(Fragment {
             path: path.to_path_buf(),
             file_no,
-            db: QuietClose::new(db, path),
+            db: QuietClose::new(db),
             records: AtomicU64::new(records),
             bytes: AtomicU64::new(bytes),
         })

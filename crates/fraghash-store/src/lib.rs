@@ -70,19 +70,19 @@ mod guard;
 mod manifest;
 pub mod migration;
 mod open;
+mod report;
 mod table;
 
-pub use admin::{CompactReport, MigrationProgress, MigrationReport, VerifyReport};
+pub use admin::{CompactReport, VerifyReport};
 pub use error::{Error, LockHolder, Result};
 pub use fraghash::PlanKind;
 pub use manifest::{FORMAT_VERSION, MANIFEST_FILE};
 pub use open::DEFAULT_BATCH;
-pub use table::{FragmentStats, ProgressFn, Scan, Table, TableOptions, TableStats, WriteBatch};
-
-/// The longest key, in bytes.
-pub const MAX_KEY_LEN: usize = 4096;
-/// The longest value, in bytes (64 MiB).
-pub const MAX_VALUE_LEN: usize = 64 << 20;
+pub use report::{MigrationProgress, MigrationReport};
+pub use table::{
+    FragmentStats, ProgressFn, Scan, Table, TableOptions, TableStats, WriteBatch, MAX_KEY_LEN,
+    MAX_VALUE_LEN,
+};
 
 /// Whether manifest bytes hold a migration journal (for the crash tests).
 #[doc(hidden)]

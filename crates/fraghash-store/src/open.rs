@@ -10,12 +10,12 @@ use std::time::Instant;
 
 use fraghash::{AnyScheme, FragmentScheme};
 
-use crate::admin::MigrationReport;
 use crate::error::{Error, IoCtx, Result};
 use crate::failpoint;
 use crate::fragment::Fragment;
 use crate::manifest::{sync_dir, DirLock, Manifest, MANIFEST_FILE};
 use crate::migration::{Motion, View};
+use crate::report::MigrationReport;
 use crate::table::{Inner, Table, TableOptions};
 
 /// Records a migration moves per batch unless [`Table::set_batch_size`] says otherwise.

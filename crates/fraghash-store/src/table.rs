@@ -13,7 +13,12 @@ use crate::fragment::{Fragment, WriteOp};
 use crate::guard::guarded;
 use crate::manifest::{DirLock, Manifest};
 use crate::migration::{read, write, View};
-use crate::{MigrationProgress, MigrationReport, MAX_KEY_LEN, MAX_VALUE_LEN};
+use crate::report::{MigrationProgress, MigrationReport};
+
+/// The longest key, in bytes.
+pub const MAX_KEY_LEN: usize = 4096;
+/// The longest value, in bytes (64 MiB).
+pub const MAX_VALUE_LEN: usize = 64 << 20;
 
 /// Batches with at least this many writes commit their fragments in parallel.
 const PARALLEL_BATCH: usize = 256;

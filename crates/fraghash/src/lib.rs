@@ -87,6 +87,7 @@
 
 mod any;
 pub mod error;
+pub mod guard;
 mod hash;
 pub mod keys;
 pub mod plan;

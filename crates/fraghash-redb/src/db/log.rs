@@ -70,7 +70,8 @@ use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use super::{DbError, Op};
+use super::op::Op;
+use super::DbError;
 
 const HEADER: &[u8; 8] = b"fhrlog\0\x01";
 const HEADER_LEN: u64 = HEADER.len() as u64;

@@ -66,6 +66,7 @@ mod error;
 mod guard;
 mod log;
 mod memtable;
+mod op;
 mod read;
 mod write;
 
@@ -81,6 +82,7 @@ pub use error::DbError;
 pub use guard::guarded;
 pub use log::LogRepair;
 pub use memtable::Direction;
+pub use op::Op;
 use read::View;
 pub use read::{Chunk, Start};
 use write::Writer;
@@ -164,40 +166,6 @@ pub enum Durability {
     /// commit or [`Db::sync`]; a crash before then loses it, never a part
     /// of one.
     Deferred,
-}
-
-/// One change in a [`Db::write`] batch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Op<'a> {
-    /// Sets `key` to `value` in `table`.
-    Put {
-        /// The table.
-        table: &'a str,
-        /// The key.
-        key: &'a [u8],
-        /// The value.
-        value: &'a [u8],
-    },
-    /// Removes `key` from `table`, if there.
-    Delete {
-        /// The table.
-        table: &'a str,
-        /// The key.
-        key: &'a [u8],
-    },
-    /// Removes every record of `table`.
-    Clear {
-        /// The table.
-        table: &'a str,
-    },
-}
-
-impl Op<'_> {
-    fn table(&self) -> &str {
-        match self {
-            Op::Put { table, .. } | Op::Delete { table, .. } | Op::Clear { table } => table,
-        }
-    }
 }
 
 /// A database file open for reading and writing (see the [module
@@ -372,7 +340,7 @@ impl Db {
         let room_low = AtomicBool::new(log.low_room());
         let base = read::Base::open(&db, path)?;
         let db = Db {
-            db: guard::QuietClose::new(db, path),
+            db: guard::QuietClose::new(db),
             path: path.to_path_buf(),
             writer: Mutex::new(Writer::new(log)),
             flushed: Condvar::new(),

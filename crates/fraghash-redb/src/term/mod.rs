@@ -5,6 +5,9 @@
 //! - [`encode_key`] turns a [`Term`] into its order key, and [`order_key`]
 //!   does both steps. The rules, each with its source in the Erlang
 //!   reference manual, are in the [`order`] module's documentation.
+//! - [`pattern_prefix`] gives the bytes the order key of every term
+//!   matching an ets match pattern starts with, and [`pattern_prefix_etf`]
+//!   does the same from the pattern's external format.
 //! - [`reference_cmp`] compares two terms by Erlang's rules directly, without
 //!   the encoding.
 //!
@@ -20,7 +23,7 @@ pub mod order;
 mod reference;
 
 pub use etf::decode;
-pub use order::{encode_key, order_key, MAX_KEY_LEN};
+pub use order::{encode_key, order_key, pattern_prefix, pattern_prefix_etf, MAX_KEY_LEN};
 pub use reference::{reference_cmp, reference_cmp_exact};
 
 /// How deeply terms may nest (tuple in tuple, list head in list, map value

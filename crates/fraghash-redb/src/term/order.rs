@@ -57,6 +57,18 @@
 //!    set; then a byte with the last 0 to 6 bits (padded with zeros, low bit
 //!    clear), and a byte with how many there were.
 //!
+//! # Prefixes of match patterns
+//!
+//! Since every key is prefix-free, the key of a tuple or list starts with
+//! the keys of its leading elements, whole. So the terms matching an ets
+//! match pattern whose leading part is bound (`{user, 42, '_'}`, `[$a |
+//! '_']`) all have order keys starting with the same bytes: the pattern's
+//! key up to its first wildcard or variable, which adds nothing there. A
+//! map in a pattern matches maps of any size holding its keys, so it adds
+//! only its type byte. [`pattern_prefix`] writes these bytes with the very
+//! encoder of the keys, told to stop there; a select reads only the range
+//! of keys starting with them.
+//!
 //! # Refused as keys
 //!
 //! References, funs, ports and pids ([`TermError::UnsupportedKey`]): ERTS
@@ -117,8 +129,70 @@ pub fn order_key(etf: &[u8]) -> Result<Vec<u8>, TermError> {
 /// The order key of a term (see the [module documentation](self)).
 pub fn encode_key(t: &Term) -> Result<Vec<u8>, TermError> {
     let mut out = Vec::new();
-    term(&mut out, t, false, 0)?;
+    term(&mut out, t, Mode::Order, 0)?;
     Ok(out)
+}
+
+/// The bytes that the order key of every term matching the match pattern
+/// whose external format is `etf` starts with: [`decode`] then
+/// [`pattern_prefix`].
+pub fn pattern_prefix_etf(etf: &[u8]) -> Result<Vec<u8>, TermError> {
+    pattern_prefix(&decode(etf)?)
+}
+
+/// The bytes that the order key of every term matching `pattern` starts
+/// with, `pattern` being the key part of an ets match spec head (see the
+/// [module documentation](self#prefixes-of-match-patterns)).
+///
+/// It is the pattern's order key written up to the first place the pattern
+/// leaves open: a wildcard `'_'` or a variable (`'$1'`, `'$2'`, ...) adds
+/// nothing and ends the prefix; a map adds its type byte and ends it. So:
+///
+/// - a pattern with no wildcard, variable or map gives its whole order key
+///   ([`encode_key`]);
+/// - `'_'` or a variable alone gives no bytes (every key matches);
+/// - no longer prefix holds for every match when the pattern holds no map:
+///   two matches differing only at the first open place (an atom there in
+///   one, `[]` in the other) have keys that differ at the byte after the
+///   prefix.
+///
+/// A term holding a reference, pid, port or fun, or nesting too deep, in
+/// the part that is written is refused as [`encode_key`] refuses it: no
+/// term matching such a pattern is a key.
+pub fn pattern_prefix(pattern: &Term) -> Result<Vec<u8>, TermError> {
+    let mut out = Vec::new();
+    term(&mut out, pattern, Mode::Pattern, 0)?;
+    Ok(out)
+}
+
+/// What [`term`] writes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// An order key, in Erlang's term order.
+    Order,
+    /// An order key in map-key order (rule 5): a map's keys.
+    MapKey,
+    /// A match pattern's prefix: an order key up to the first wildcard,
+    /// variable or map (see [`pattern_prefix`]).
+    Pattern,
+}
+
+/// How much of a term [`term`] wrote.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Written {
+    /// All of its key.
+    Whole,
+    /// Its key up to where a pattern leaves it open; nothing may follow.
+    Open,
+}
+
+/// Whether atom `text` stands for any term in a match pattern: the
+/// wildcard `'_'`, or a variable, `'$'` and decimal digits.
+fn is_pattern_var(text: &str) -> bool {
+    match text.strip_prefix('$') {
+        Some(digits) => !digits.is_empty() && digits.bytes().all(|c| c.is_ascii_digit()),
+        None => text == "_",
+    }
 }
 
 fn check_len(out: &[u8]) -> Result<(), TermError> {
@@ -139,17 +213,24 @@ fn too_large(bits: u64) -> Result<(), TermError> {
     }
 }
 
-/// Appends the key of `t`; `exact` selects map-key order (rule 5).
-fn term(out: &mut Vec<u8>, t: &Term, exact: bool, depth: usize) -> Result<(), TermError> {
+/// Appends the key of `t` in `mode`; says whether a pattern stopped it.
+fn term(out: &mut Vec<u8>, t: &Term, mode: Mode, depth: usize) -> Result<Written, TermError> {
     if depth >= MAX_DEPTH {
         return Err(TermError::TooDeep { limit: MAX_DEPTH });
     }
     match t {
+        Term::Atom(a) if mode == Mode::Pattern && is_pattern_var(a) => return Ok(Written::Open),
+        // A map pattern matches maps holding at least its keys, whatever
+        // their size: only the type is known.
+        Term::Map(_) if mode == Mode::Pattern => {
+            out.push(tag::MAP);
+            return Ok(Written::Open);
+        }
         Term::Int(i) => {
             too_large(i.magnitude().len() as u64 * 8)?;
             int(out, i)
         }
-        Term::Float(f) => float(out, *f, exact)?,
+        Term::Float(f) => float(out, *f, mode == Mode::MapKey)?,
         Term::Atom(a) => {
             too_large(a.len() as u64 * 8)?;
             out.push(tag::ATOM);
@@ -166,11 +247,14 @@ fn term(out: &mut Vec<u8>, t: &Term, exact: bool, depth: usize) -> Result<(), Te
             out.push(tag::TUPLE);
             push_uint(out, v.len() as u64);
             for e in v {
-                term(out, e, exact, depth + 1)?;
+                let written = term(out, e, mode, depth + 1)?;
                 check_len(out)?;
+                if written == Written::Open {
+                    return Ok(Written::Open);
+                }
             }
         }
-        Term::Map(pairs) => map(out, pairs, exact, depth)?,
+        Term::Map(pairs) => map(out, pairs, mode, depth)?,
         Term::Nil => out.push(tag::NIL),
         Term::List(elems, tail) => {
             // Tails are walked, not recursed into: a long list is not deep.
@@ -178,31 +262,36 @@ fn term(out: &mut Vec<u8>, t: &Term, exact: bool, depth: usize) -> Result<(), Te
             loop {
                 for e in elems.iter() {
                     out.push(tag::LIST);
-                    term(out, e, exact, depth + 1)?;
+                    let written = term(out, e, mode, depth + 1)?;
                     check_len(out)?;
+                    if written == Written::Open {
+                        return Ok(Written::Open);
+                    }
                 }
                 match &**tail {
                     Term::List(e2, t2) => (elems, tail) = (e2, t2),
-                    t => return term(out, t, exact, depth),
+                    t => return term(out, t, mode, depth),
                 }
             }
         }
         Term::Opaque(o) => return Err(TermError::UnsupportedKey { kind: o.kind }),
     }
-    check_len(out)
+    check_len(out)?;
+    Ok(Written::Whole)
 }
 
-/// Rule 5: size, keys in map-key order, then values in that order.
+/// Rule 5: size, keys in map-key order, then values in that order (in
+/// `mode`, an order key's: patterns stop before a map).
 fn map(
     out: &mut Vec<u8>,
     pairs: &[(Term, Term)],
-    exact: bool,
+    mode: Mode,
     depth: usize,
 ) -> Result<(), TermError> {
     let mut keyed = Vec::with_capacity(pairs.len());
     for (k, v) in pairs {
         let mut kb = Vec::new();
-        term(&mut kb, k, true, depth + 1)?;
+        term(&mut kb, k, Mode::MapKey, depth + 1)?;
         keyed.push((kb, v));
     }
     keyed.sort_by(|a, b| a.0.cmp(&b.0));
@@ -219,7 +308,7 @@ fn map(
         check_len(out)?;
     }
     for (_, v) in keyed {
-        term(out, v, exact, depth + 1)?;
+        term(out, v, mode, depth + 1)?;
         check_len(out)?;
     }
     Ok(())
