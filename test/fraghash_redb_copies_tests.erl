@@ -6,9 +6,8 @@
 %% chunks with a continuation), deletes by pattern, counters, an index, a
 %% key that cannot be stored, group commit of concurrent writers, a stop and
 %% start of Mnesia, a corrupt database file, a `bag' index refused (bag
-%% tables: fraghash_redb_bag_tests); then a peer
-%% node killed with kill -9 while it writes, every write it acknowledged
-%% found after its restart, and a second node loading a copy from it.
+%% tables: fraghash_redb_bag_tests). A writing node killed with kill -9:
+%% fraghash_redb_kill_tests.
 %%
 %% Needs a distributed node (`-sname') and `FRAGHASH_TEST_DIR';
 %% `scripts/test-mnesia.sh' sets both up.
@@ -16,14 +15,12 @@
 
 -include_lib("eunit/include/eunit.hrl").
 
--import(fraghash_test_support, [scratch/0, start_peer/2, wait_down/1, report/2]).
+-import(fraghash_test_support, [scratch/0, report/2]).
 
--export([acked_writer/3, log/2]).
+-export([log/2]).
 
 -define(T, 300).
 -define(TERMS, 1500).
-%% Concurrent writers on the peer of the kill -9 case.
--define(WRITERS, 4).
 -define(ALIAS, redb_copies).
 
 redb_copies_test_() ->
@@ -550,148 +547,3 @@ holds(Pred, T) ->
             _ when is_map(T) -> holds(Pred, maps:to_list(T));
             _ -> false
         end.
-
-%%% kill -9 of a writing node; a second node loads a copy
-
-kill9_test_() ->
-    [{timeout, ?T, {"kill -9 while writing: every acknowledged write survives; "
-                    "a second node loads a copy", fun() -> kill9(1) end}}
-     | fraghash_test_support:slow_tier(
-         [{timeout, ?T * 2, {"kill -9 while writing, 8 times over", fun() -> kill9(8) end}}])].
-
-kill9(Rounds) ->
-    Id = os:getpid() ++ "_" ++ integer_to_list(Rounds),
-    DirA = filename:join(scratch(), "redb_kill_a_" ++ Id),
-    NameA = list_to_atom("fhredba_" ++ Id),
-    {_, A} = start_peer(NameA, DirA),
-    ok = rpc:call(A, mnesia, create_schema, [[A]]),
-    ok = rpc:call(A, mnesia, start, []),
-    {atomic, ok} = rpc:call(A, fraghash_redb_copies, register, []),
-    {atomic, ok} = rpc:call(A, mnesia, create_table,
-                            [k, [{redb_copies, [A]}, {type, ordered_set}]]),
-    rand:seed(exsss, {7, 11, Rounds}),
-    Acked = lists:foldl(fun(Round, Acked0) -> kill_round(NameA, DirA, A, Round, Acked0) end,
-                        #{}, lists:seq(1, Rounds)),
-    Held = maps:from_list([{K, V} || {k, K, V} <- rpc:call(A, fraghash_redb_copies, select,
-                                                           [?ALIAS, k, [{'_', [], ['$_']}]])]),
-
-    %% A second node: joins, and loads a copy of k from A.
-    DirB = filename:join(scratch(), "redb_kill_b_" ++ Id),
-    {PeerB, B} = start_peer(list_to_atom("fhredbb_" ++ Id), DirB),
-    ok = rpc:call(B, mnesia, start, []),
-    %% Registered before joining: Mnesia merges two schemas only when their
-    %% backend types agree.
-    {atomic, ok} = rpc:call(B, fraghash_redb_copies, register, []),
-    {ok, [A]} = rpc:call(B, mnesia, change_config, [extra_db_nodes, [A]]),
-    {atomic, ok} = rpc:call(B, mnesia, change_table_copy_type, [schema, B, disc_copies]),
-    {atomic, ok} = rpc:call(A, mnesia, add_table_copy, [k, B, redb_copies]),
-    ok = rpc:call(B, mnesia, wait_for_tables, [[k], 60000]),
-    All = [{'_', [], ['$_']}],
-    LocalA = rpc:call(A, fraghash_redb_copies, select, [?ALIAS, k, All]),
-    ?assertEqual(maps:size(Held), length(LocalA)),
-    ?assert(maps:size(Acked) > 0),
-    ?assert(LocalA =:= rpc:call(B, fraghash_redb_copies, select, [?ALIAS, k, All])),
-    %% And follows A's commits.
-    {atomic, ok} = rpc:call(A, mnesia, sync_transaction,
-                            [fun() -> mnesia:write({k, after_load, 1}) end]),
-    ?assertEqual([{k, after_load, 1}],
-                 rpc:call(B, fraghash_redb_copies, lookup, [?ALIAS, k, after_load])),
-    peer:stop(PeerB),
-    _ = rpc:call(A, mnesia, stop, []),
-    _ = os:cmd("kill -9 " ++ rpc:call(A, os, getpid, [])),
-    ok.
-
-%% One round on the running node A: writers acknowledge, A is killed after
-%% a random number of acknowledgements, restarted, and must hold every
-%% write and delete acknowledged so far, in this round or before; each
-%% writer's counter at least its last acknowledged value and at most one
-%% more (an increment applied whose acknowledgement the kill stopped); a
-%% key whose delete may have been under way, its value or nothing (see
-%% ack/2).
-kill_round(NameA, DirA, A, Round, Acked0) ->
-    Self = self(),
-    _ = [spawn(A, ?MODULE, acked_writer, [Self, {Round, W}, 1]) || W <- lists:seq(1, ?WRITERS)],
-    Acked1 = acks(Acked0, 200 + rand:uniform(600)),
-    _ = os:cmd("kill -9 " ++ rpc:call(A, os, getpid, [])),
-    wait_down(A),
-    %% Acknowledgements sent before the kill may still be on their way.
-    timer:sleep(200),
-    Acked = flush_acks(Acked1),
-    Deleted = maps:size(maps:filter(fun(_, V) -> V =:= deleted end, Acked)),
-    report("kill -9, round ~b: ~b keys acknowledged (~b of them deleted)~n",
-           [Round, maps:size(Acked), Deleted]),
-    ?assert(Deleted > 0),
-    {_, A} = start_peer(NameA, DirA),
-    ok = rpc:call(A, mnesia, start, []),
-    ok = rpc:call(A, mnesia, wait_for_tables, [[k], 60000]),
-    Held = maps:from_list([{K, V} || {k, K, V} <- rpc:call(A, fraghash_redb_copies, select,
-                                                           [?ALIAS, k, [{'_', [], ['$_']}]])]),
-    Lost = maps:fold(fun(K, deleted, L) ->
-                             case maps:is_key(K, Held) of true -> [{back, K} | L]; false -> L end;
-                        (K, {maybe_deleted, V}, L) ->
-                             case maps:find(K, Held) of
-                                 {ok, V} -> L;
-                                 error -> L;
-                                 Other -> [{K, {maybe_deleted, V}, Other} | L]
-                             end;
-                        ({ctr, _} = K, {counter, V}, L) ->
-                             case maps:find(K, Held) of
-                                 {ok, H} when H >= V, H =< V + 1 -> L;
-                                 Other -> [{K, {counter, V}, Other} | L]
-                             end;
-                        (K, V, L) ->
-                             case maps:find(K, Held) of {ok, V} -> L; Other -> [{K, V, Other} | L] end
-                     end, [], Acked),
-    ?assertEqual({Round, []}, {Round, Lost}),
-    Acked.
-
-%% @doc On a peer: transactions of three writes, each acknowledged to `To'
-%% once it returned; every fourth, a delete of an earlier key, acknowledged
-%% too; and each time an increment of the writer's counter, acknowledged
-%% with the value it returned. Runs until the node dies.
-acked_writer(To, W, I) ->
-    Keys = [{W, I, J} || J <- lists:seq(1, 3)],
-    {atomic, ok} = mnesia:transaction(fun() -> [mnesia:write({k, K, I}) || K <- Keys], ok end),
-    To ! {acked, {written, Keys, I}},
-    case I rem 4 of
-        0 ->
-            Old = {W, I - 2, 1},
-            {atomic, ok} = mnesia:transaction(fun() -> mnesia:delete({k, Old}) end),
-            To ! {acked, {deleted, Old}};
-        _ ->
-            ok
-    end,
-    C = mnesia:dirty_update_counter(k, {ctr, W}, 1),
-    To ! {acked, {counter, {ctr, W}, C}},
-    acked_writer(To, W, I + 1).
-
-acks(Acked, 0) ->
-    Acked;
-acks(Acked, N) ->
-    receive
-        {acked, _} = Ack -> acks(ack(Ack, Acked), N - 1)
-    after 60000 ->
-            error({no_acknowledgement_for_a_minute, maps:size(Acked)})
-    end.
-
-flush_acks(Acked) ->
-    receive
-        {acked, _} = Ack -> flush_acks(ack(Ack, Acked))
-    after 0 -> Acked
-    end.
-
-%% What the node must hold for a key: its value; `deleted'; `{counter, V}'
-%% (V or V + 1); `{maybe_deleted, V}' for a written key whose delete the
-%% writer may have begun (its next write was acknowledged, the delete not
-%% yet): V or nothing.
-ack({acked, {written, [{W, I, 1} | _] = Keys, V}}, Acked) ->
-    Written = lists:foldl(fun(K, M) -> M#{K => V} end, Acked, Keys),
-    Old = {W, I - 2, 1},
-    case I rem 4 =:= 0 andalso maps:find(Old, Written) of
-        {ok, OldV} when is_integer(OldV) -> Written#{Old => {maybe_deleted, OldV}};
-        _ -> Written
-    end;
-ack({acked, {deleted, K}}, Acked) ->
-    Acked#{K => deleted};
-ack({acked, {counter, K, V}}, Acked) ->
-    Acked#{K => {counter, V}}.
