@@ -214,7 +214,7 @@ touched(Where, Watcher) ->
 clean(Where, Progress) ->
     maps:foreach(
       fun(S, Route) ->
-              %% In the reader, which fixed the source (fraghash_tab:fold/5).
+              %% In the reader, next to the source (fraghash_tab:fold/5).
               Leave = fun(Chunk) ->
                               Keys = lists:usort([K || {K, V} <- Chunk,
                                                        place_value(Route, to, V) =/= S]),

@@ -247,35 +247,37 @@ select(Frag, Spec, Keep) ->
                         []))).
 
 %% @doc Folds `Fun(Chunk, Acc)' over what match specification `Spec'
-%% selects of fragment `Frag''s records, in chunks of up to 500 results, on
-%% a node holding an active replica of it (this one when it does): the
-%% same guarantee as `mnesia:dirty_select/2' under concurrent writers
-%% (every record there when it began and not written since is seen, once
-%% unless the fold writes the fragment itself: dets may then show one
-%% twice; one written meanwhile may or may not be, which the growth path's
-%% watch, started before, covers), in memory of one chunk. The table is fixed
-%% (`safe_fixtable') from before the first chunk to after the last, and
-%% read by a process of its own that reads the next chunk only once `Fun'
-%% is done with the one before, so `Fun' may run transactions, and write
-%% or delete in `Frag' itself.
+%% selects of fragment `Frag''s records, in chunks of about 500 results, on
+%% a node holding an active replica of it (this one when it does), in
+%% memory of one chunk, by a process of its own that reads the next chunk
+%% only once `Fun' is done with the one before (so `Fun' may run
+%% transactions, and write or delete in `Frag' itself). Every record there
+%% when the fold began and not written since is seen, at least once; one
+%% written meanwhile may or may not be (the growth path's watch, started
+%% before, covers those).
 %%
-%% On `disc_only_copies' each chunk is one request to the dets server:
-%% `mnesia:dirty_select/2' (`dets:select/2') reads about 8 KB a request,
-%% and every request waits behind each writer's and reader's queued before
-%% it, so that listing 140,000 records of 1 KB took 0.4 s alone and 31 s
-%% under 4 writers and a reader.
+%% How each storage is read:
+%% <ul>
+%% <li>`disc_only_copies': dets slot by slot (`dets:slot/2', a request
+%% each), the table not fixed. A fixed dets table serves one request at a
+%% time and makes each of a process other than the fixer wait 1 ms, so a
+%% fold under `safe_fixtable' held the fragment's writers to under 1,000
+%% writes a second for as long as it read. Unfixed, dets's linear hashing
+%% only ever moves a record from its slot to a higher one as the table
+%% grows (a dets table never shrinks), so a walk up the slots meets every
+%% record that stays, a moved one perhaps twice.</li>
+%% <li>Others: `select' in chunks, the table fixed (`safe_fixtable') from
+%% before the first chunk to after the last (ets and redb_copies make no
+%% writer wait for that), each record once.</li>
+%% </ul>
 -spec fold(atom(), ets:match_spec(), fun(([term()], A) -> A), A) -> A.
 fold(Frag, Spec, Fun, Acc0) ->
     fold(Frag, Spec, fun(Chunk) -> Chunk end, Fun, Acc0).
 
 %% @doc As {@link fold/4}, each chunk first given to `AtReader' in the
-%% reader, the process that fixed the table, on the node it reads: `Fun'
-%% gets what `AtReader(Chunk)' returns. A fold that writes or deletes in
-%% `Frag' itself does it there: dets makes each request of a process other
-%% than the one that fixed a table wait 1 ms, and serves them one at a time
-%% while it is fixed (measured: about 340 deletes a second from the owner,
-%% against thousands from the reader). Raises `{fraghash, select_failed,
-%% Why}' when `AtReader' fails.
+%% reader, on the node it reads: `Fun' gets what `AtReader(Chunk)' returns.
+%% A fold that writes or deletes in `Frag' itself can do it there, next to
+%% the data. Raises `{fraghash, select_failed, Why}' when `AtReader' fails.
 -spec fold(atom(), ets:match_spec(), fun(([term()]) -> R), fun((R, A) -> A), A) -> A.
 fold(Frag, Spec, AtReader, Fun, Acc0) ->
     Node = case mnesia:table_info(Frag, where_to_read) of
@@ -298,17 +300,21 @@ fold_chunks(Pid, Ref, Fun, Acc) ->
             error({fraghash, select_failed, Why})
     end.
 
-%% The reader of fold/4, on a node holding `Frag': sends each chunk, then
+%% The reader of fold/5, on a node holding `Frag': sends each chunk, then
 %% waits for the owner to ask for the next.
 read_chunks(Owner, Frag, Spec, AtReader) ->
     OwnerRef = monitor(process, Owner),
-    Storage = mnesia_lib:val({Frag, storage_type}),
-    mnesia_lib:db_fixtable(Storage, Frag, true),
-    try
-        send_chunks(Owner, OwnerRef, {Storage, Spec, AtReader},
-                    mnesia_lib:db_select_init(Storage, Frag, Spec, ?CHUNK))
-    after
-        mnesia_lib:db_fixtable(Storage, Frag, false)
+    case mnesia_lib:val({Frag, storage_type}) of
+        disc_only_copies ->
+            send_slots(Owner, OwnerRef, {Frag, ets:match_spec_compile(Spec), AtReader}, 0);
+        Storage ->
+            mnesia_lib:db_fixtable(Storage, Frag, true),
+            try
+                send_chunks(Owner, OwnerRef, {Storage, Spec, AtReader},
+                            mnesia_lib:db_select_init(Storage, Frag, Spec, ?CHUNK))
+            after
+                mnesia_lib:db_fixtable(Storage, Frag, false)
+            end
     end,
     exit(done).
 
@@ -317,12 +323,44 @@ send_chunks(_Owner, _OwnerRef, _Read, '$end_of_table') ->
 send_chunks(_Owner, _OwnerRef, _Read, {error, Reason}) ->
     exit({select_failed, Reason});
 send_chunks(Owner, OwnerRef, {Storage, Spec, AtReader} = Read, {Results, Cont}) ->
-    Owner ! {self(), chunk, AtReader(Results)},
+    case send_chunk(Owner, OwnerRef, AtReader(Results)) of
+        next -> send_chunks(Owner, OwnerRef, Read, mnesia_lib:db_select_cont(Storage, Cont, Spec));
+        stop -> ok
+    end.
+
+%% A dets fragment's slots from `Slot' on, read until a chunk's worth of
+%% results (or the last slot) is gathered, then sent.
+send_slots(Owner, OwnerRef, {Frag, Compiled, AtReader} = Read, Slot) ->
+    case read_slots(Frag, Compiled, Slot, []) of
+        {done, []} ->
+            ok;
+        {done, Results} ->
+            _ = send_chunk(Owner, OwnerRef, AtReader(Results)),
+            ok;
+        {Next, Results} ->
+            case send_chunk(Owner, OwnerRef, AtReader(Results)) of
+                next -> send_slots(Owner, OwnerRef, Read, Next);
+                stop -> ok
+            end
+    end.
+
+read_slots(_Frag, _Compiled, Slot, Acc) when length(Acc) >= ?CHUNK ->
+    {Slot, Acc};
+read_slots(Frag, Compiled, Slot, Acc) ->
+    case dets:slot(Frag, Slot) of
+        '$end_of_table' -> {done, Acc};
+        {error, Reason} -> exit({select_failed, Reason});
+        Objects -> read_slots(Frag, Compiled, Slot + 1,
+                              ets:match_spec_run(Objects, Compiled) ++ Acc)
+    end.
+
+%% Sends a chunk to the owner: `next' once it asks for the next one,
+%% `stop' if it ended.
+send_chunk(Owner, OwnerRef, Chunk) ->
+    Owner ! {self(), chunk, Chunk},
     receive
-        {Owner, next} ->
-            send_chunks(Owner, OwnerRef, Read, mnesia_lib:db_select_cont(Storage, Cont, Spec));
-        {'DOWN', OwnerRef, process, Owner, _} ->
-            ok
+        {Owner, next} -> next;
+        {'DOWN', OwnerRef, process, Owner, _} -> stop
     end.
 
 %% @doc Dumps Mnesia's log into its tables' files (`mnesia:dump_log/0'),

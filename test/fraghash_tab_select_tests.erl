@@ -1,11 +1,12 @@
-%% @doc EUnit tests of `fraghash_tab:select/3', the growth path's listing of
-%% a fragment, in real Mnesia: on `disc_only_copies' (read from the dets
-%% file in chunks, the table fixed throughout) and on `disc_copies' (through
-%% Mnesia), it returns what `mnesia:dirty_select/2' does, filtered; and on
+%% @doc EUnit tests of `fraghash_tab:select/3' and `fold/5', the growth
+%% path's reading of a fragment, in real Mnesia: on `disc_only_copies' (read
+%% from the dets file slot by slot, not fixed) and on `disc_copies' (through
+%% Mnesia), select returns what `mnesia:dirty_select/2' does, filtered; on
 %% dets, while a writer inserts and deletes other keys as fast as it can
 %% (which rewrites the dets slots those keys share with the listed ones,
-%% and grows and shrinks the file), every key there before and untouched
-%% is listed, exactly once.
+%% and grows the file), every key there before and untouched is listed; and
+%% a fold that deletes in the fragment it reads sees every key and leaves
+%% the file unfixed.
 %%
 %% Needs `FRAGHASH_TEST_DIR'; `scripts/test-mnesia.sh' sets it up.
 -module(fraghash_tab_select_tests).
@@ -24,8 +25,8 @@ select_test_() ->
                || S <- [disc_only_copies, disc_copies]]
               ++ [{timeout, 120, {"disc_only_copies: every untouched key once, under a writer",
                                   fun under_writer/0}},
-                  {timeout, 120, {"fold/5: each chunk's work runs in the process that fixed "
-                                  "the dets file, and its deletes there all land",
+                  {timeout, 120, {"fold/5 of a dets fragment: the file is not fixed, every "
+                                  "key is seen, the reader's deletes all land",
                                   fun at_reader/0}}]}
      end}.
 
@@ -61,31 +62,27 @@ under_writer() ->
     ok = atomics:put(Stop, 1, 1),
     Ref = monitor(process, Writer),
     receive {'DOWN', Ref, process, Writer, _} -> ok end,
-    %% Counted, not compared whole: a failure prints two numbers.
-    [?assertEqual({missing, 0, listed_twice, 0},
-                  {missing, ?KEYS - length(lists:usort(L)),
-                   listed_twice, length(L) - length(lists:usort(L))})
-     || L <- Listed].
+    %% Counted, not compared whole: a failure prints a number. (A key the
+    %% growing file moves to a later slot may be listed twice.)
+    [?assertEqual({missing, 0}, {missing, ?KEYS - length(lists:usort(L))}) || L <- Listed].
 
-%% dets makes each request of a process other than the one that fixed a
-%% file wait 1 ms: a fold that deletes in the fragment it reads does it in
-%% `AtReader', which must run in the fixing process. Here it deletes the
-%% odd keys of each chunk and reports who fixed the file.
+%% A fixed dets table serves one request at a time and makes each of a
+%% process other than the fixer wait 1 ms: a fold of a dets fragment must
+%% not fix it. Here `AtReader' deletes the odd keys of each chunk and
+%% reports whether the file is fixed; every key is seen, every delete lands.
 at_reader() ->
     Tab = select_at_reader,
     ok = create(Tab, disc_only_copies),
     Spec = key_spec(Tab),
     Owner = self(),
     AtReader = fun(Keys) ->
-                       {_, Fixers} = dets:info(Tab, safe_fixed_monotonic_time),
+                       Fixed = dets:info(Tab, safe_fixed_monotonic_time),
                        Odd = [K || K <- Keys, K rem 2 =:= 1],
                        mnesia:activity(sync_dirty, fun() -> [mnesia:delete({Tab, K}) || K <- Odd] end),
-                       {[P || {P, _} <- Fixers] =:= [self()], self() =/= Owner, Keys}
+                       {Fixed, self() =/= Owner, Keys}
                end,
     Reports = fraghash_tab:fold(Tab, Spec, AtReader, fun(R, Acc) -> [R | Acc] end, []),
-    ?assertEqual([{true, true}], lists:usort([{Fixer, Apart} || {Fixer, Apart, _} <- Reports])),
-    %% Every key seen (dets may show a key twice when its file changes
-    %% under a fixed traversal: a second delete of it is harmless).
+    ?assertEqual([{false, true}], lists:usort([{Fixed, Apart} || {Fixed, Apart, _} <- Reports])),
     ?assertEqual(lists:seq(1, ?KEYS), lists:usort(lists:append([Ks || {_, _, Ks} <- Reports]))),
     ?assertEqual(lists:seq(2, ?KEYS, 2), lists:sort(mnesia:dirty_all_keys(Tab))).
 
