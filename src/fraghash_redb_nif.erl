@@ -80,11 +80,7 @@ not_loaded() ->
 %% @doc The order key of `Term' (see the module documentation).
 -spec order_key(term()) -> binary().
 order_key(Term) ->
-    Etf = term_to_binary(Term),
-    case byte_size(Etf) =< ?SMALL_ETF of
-        true -> order_key_etf(Etf);
-        false -> order_key_etf_dirty(Etf)
-    end.
+    by_size(term_to_binary(Term), fun order_key_etf/1, fun order_key_etf_dirty/1).
 
 %% @doc The order key of the term whose external format is `Etf'. Normal
 %% scheduler: for at most a few KiB (see {@link order_key/1}).
@@ -108,10 +104,14 @@ order_key_etf_dirty(_Etf) -> ?NIF.
 %% of `Pattern' before its first open place cannot be in a key.
 -spec key_prefix(term()) -> binary().
 key_prefix(Pattern) ->
-    Etf = term_to_binary(Pattern),
+    by_size(term_to_binary(Pattern), fun key_prefix_etf/1, fun key_prefix_etf_dirty/1).
+
+%% `Small(Etf)' for a few KiB at most (on the calling scheduler), else
+%% `Large(Etf)' (on a dirty one).
+by_size(Etf, Small, Large) ->
     case byte_size(Etf) =< ?SMALL_ETF of
-        true -> key_prefix_etf(Etf);
-        false -> key_prefix_etf_dirty(Etf)
+        true -> Small(Etf);
+        false -> Large(Etf)
     end.
 
 %% @doc {@link key_prefix/1} of the pattern whose external format is
