@@ -21,6 +21,9 @@
 -export([tables/1, here/1, check_log/0, holders_not_running/1, disc_holders/1, advice/1]).
 
 -define(TIMEOUT_MS, 60000).
+%% How long a node's sync of Mnesia's log may take before the node is
+%% called stuck (see sync_log/0).
+-define(SYNC_MS, 20000).
 
 %% @doc Makes what was committed to `Tables' durable on every node holding
 %% a disc copy of one of them (and on this node): each syncs Mnesia's log,
@@ -180,6 +183,21 @@ disc_holders(T) ->
         ++ lists:append([Ns || {{Alias, Mod}, Ns} <- mnesia:table_info(T, external_copies),
                                (catch Mod:semantics(Alias, storage)) =/= ram_copies]).
 
+%% `mnesia:sync_log()', or `stuck' after ?SYNC_MS. On a disc that fills
+%% up, Mnesia's monitor can wait for ever for `disk_log:sync/1' (seen
+%% with OTP 25: the log's process idle, its reply never there), and every
+%% later sync behind it: the operation answers then rather than hang.
+sync_log() ->
+    {Pid, Ref} = spawn_monitor(fun() -> exit({synced, mnesia:sync_log()}) end),
+    receive
+        {'DOWN', Ref, process, Pid, {synced, Result}} -> Result;
+        {'DOWN', Ref, process, Pid, Why} -> {error, Why}
+    after ?SYNC_MS ->
+            exit(Pid, kill),
+            receive {'DOWN', Ref, process, Pid, _} -> ok end,
+            stuck
+    end.
+
 %% @doc {@link tables/1} on this node alone (what each node runs):
 %% `mnesia_stopped' when Mnesia is stopped here. A Mnesia starting (it
 %% may be loading a table while the commit reaches it) or stopping is
@@ -193,9 +211,17 @@ here(Tables) ->
 
 here_running(Tables) ->
     ok = check_log(),
-    case mnesia:sync_log() of
+    case sync_log() of
         ok ->
             ok;
+        stuck ->
+            %% Nothing syncs here until Mnesia restarts: later operations
+            %% and recovery say so (check_log/0).
+            persistent_term:put({?MODULE, log_failed}, {whereis(mnesia_controller), stuck}),
+            error(fraghash_error:new(restart_mnesia, "Mnesia's log on ~s did not answer a sync "
+                                     "within ~b s (a full disc can leave it so): make room, "
+                                     "restart Mnesia there, then run fraghash_frag:recover/0",
+                                     [node(), ?SYNC_MS div 1000]));
         Failed ->
             persistent_term:put({?MODULE, log_failed}, {whereis(mnesia_controller), Failed}),
             error(Failed)
