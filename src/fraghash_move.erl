@@ -312,14 +312,20 @@ recover(Tab, #{phase := Phase, replicas := Replicas} = Entry) ->
                      move, Phase, fraghash_grow_machine:observe(move, {From, To, Type},
                                                                 copies(F)))}
                || #{frag := F, from := From, to := To, type := Type} = R <- Replicas],
-    case [{F, copies(F)} || {#{frag := F}, unexpected} <- Decided] of
-        [] when Phase =:= copying ->
+    Actions = lists:usort([A || {_, A} <- Decided]),
+    case {Actions -- [forget, rollback], Actions -- [drop, finish]} of
+        {[], _} ->
+            %% Undo: each new copy that exists goes.
             undo(Tab, Entry, [R || {R, rollback} <- Decided]);
-        [] ->
+        {_, []} ->
+            %% Forward: each old copy still there goes.
             [ok = drop_old(R) || {R, drop} <- Decided],
             step(Tab, move_dropped),
             finish(Tab, Entry);
-        [{F, Copies} | _] ->
+        _ ->
+            %% A copy the move neither started from nor makes, or replicas
+            %% that disagree: the entry cannot say what to do.
+            [{#{frag := F}, _} | _] = [D || {_, A} = D <- Decided, A =:= unexpected] ++ Decided,
             #{from := From, to := To} = hd(Replicas),
             {error, {fraghash, unexpected_copies,
                      lists:flatten(
@@ -327,7 +333,7 @@ recover(Tab, #{phase := Phase, replicas := Replicas} = Entry) ->
                                      "which it neither started from nor makes: check the "
                                      "table's copies, then delete its journal entry "
                                      "(fraghash_journal:delete(~s))",
-                                     [Tab, From, To, Phase, F, Copies, Tab]))}}
+                                     [Tab, From, To, Phase, F, copies(F), Tab]))}}
     end.
 
 %%% Drain and rebalance
