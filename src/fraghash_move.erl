@@ -278,7 +278,7 @@ active(F, Except, Deadline) ->
 %% the fragments hold is synced where they are held, the entry goes.
 finish(Tab, #{replicas := Replicas}) ->
     [ok = forget_on(From, F) || #{frag := F, from := From} <- Replicas],
-    ok = fraghash_durable:tables([F || #{frag := F} <- Replicas]),
+    ok = schema_durable(Replicas),
     step(Tab, move_done),
     fraghash_journal:delete(Tab).
 
@@ -288,8 +288,16 @@ undo(Tab, #{replicas := Replicas}, Added) ->
     step(Tab, move_rollback),
     [ok = drop_copy(F, To) || #{frag := F, to := To} <- Added],
     [ok = forget_on(To, F) || #{frag := F, to := To} <- Replicas],
-    ok = fraghash_durable:tables([F || #{frag := F} <- Replicas]),
+    ok = schema_durable(Replicas),
     fraghash_journal:delete(Tab).
+
+%% What the fragments hold, and the schema (every copy deleted), durable on
+%% every disc node: a node whose disc had not kept a `del_table_copy' when
+%% it was killed brings the deleted copy back into the schema at its
+%% restart (see `fraghash_grow_schema:drop_unloaded_copy/2'), and once the
+%% entry is gone no recovery would delete it again.
+schema_durable(Replicas) ->
+    fraghash_durable:tables([schema | [F || #{frag := F} <- Replicas]]).
 
 %% What a table named `F' left on `Node', which holds no copy of it: its
 %% files in Mnesia's directory, its table in a backend's store. A node
