@@ -120,21 +120,36 @@ replicas(Tab, Frag, From, To) ->
 
 %% Runs a move of `Replicas' (one fragment number, one pair of nodes):
 %% refused while a node holding one of them, or `To', does not run Mnesia
-%% with this node; else journaled and run.
+%% with this node; and for a copy of an external backend (`redb_copies'),
+%% while any node of the schema does not: Mnesia 4.21.3 cannot merge, at
+%% a node's next start, a schema whose external copies of a table differ
+%% from its own (`mnesia_schema:change_storage_type/3' has no case for
+%% them), so a node that misses the change could not start again. Else
+%% journaled and run.
 run_move(Tab, [#{from := From, to := To} | _] = Replicas) ->
     Frags = [F || #{frag := F} <- Replicas],
     Running = mnesia:system_info(running_db_nodes),
-    case lists:usort([N || N <- [From, To | lists:append([[H || {H, _} <- copies(F)]
-                                                          || F <- Frags])],
-                           not lists:member(N, Running)]) of
-        [] ->
+    External = [T || #{type := T} <- Replicas,
+                     not lists:member(T, [ram_copies, disc_copies, disc_only_copies])],
+    Holders = lists:usort([From, To | lists:append([[H || {H, _} <- copies(F)] || F <- Frags])]),
+    Others = case External of
+                 [] -> [];
+                 [_ | _] -> lists:usort(mnesia:system_info(db_nodes)) -- Holders
+             end,
+    case {Holders -- Running, Others -- Running} of
+        {[], [_ | _] = Down} ->
+            refuse(nodes_not_running, "Mnesia is not running with this node on ~0p: a node "
+                   "that misses the change of a ~s copy cannot merge its schema at its next "
+                   "start (Mnesia 4.21.3), so ~s's move of ~0p waits: start Mnesia there, then "
+                   "move again", [Down, hd(External), Tab, Frags]);
+        {[], []} ->
             Entry = #{op => move, version => ?VERSION, phase => copying, replicas => Replicas,
                       node => node(), started => erlang:system_time(millisecond)},
             case write_first(Tab, Entry) of
                 ok -> run(Tab, Entry);
                 Refused -> Refused
             end;
-        Down ->
+        {Down, _} ->
             refuse(holders_not_running, "Mnesia is not running with this node on ~0p, which "
                    "~s's move of ~0p needs: start it there, then move again", [Down, Tab, Frags])
     end.
@@ -182,7 +197,9 @@ phase(copying, Tab, #{replicas := Replicas} = Entry) ->
             ok = undo(Tab, Entry, Added),
             #{to := To} = hd(Replicas),
             refuse(copy_failed, "Mnesia could not add a copy on ~s (~0tP): the move is "
-                   "undone; ~s", [To, Reason, 20, fraghash_durable:advice(Reason)])
+                   "undone, nothing lost; move again once ~s and every node holding the "
+                   "fragment run Mnesia with this node, their tables loaded",
+                   [To, Reason, 20, To])
     end;
 phase(dropping, Tab, #{replicas := Replicas} = Entry) ->
     step(Tab, move_drop),

@@ -45,7 +45,14 @@ move_test_() ->
                                        Step, " under writers, restart, recover/0"]),
                          fun() -> node_killed(Storage, Step) end}}
           || {Storage, Step} <- [{disc_copies, move_copied}, {redb_copies, move_drop},
-                                 {redb_copies, move_copied}, {disc_copies, move_dropped}]])).
+                                 {redb_copies, move_copied}, {disc_copies, move_dropped},
+                                 {redb_copies, move_dropped}]]
+      ++ [{timeout, ?T, {lists:concat([Storage, ": kill -9 of the move's ", Victim,
+                                       " node while the copy loads, under writers, restart, "
+                                       "recover/0"]),
+                         fun() -> killed_while_loading(Storage, Victim) end}}
+          || {Storage, Victim} <- [{redb_copies, to}, {disc_copies, to}, {disc_copies, from},
+                                   {redb_copies, from}]])).
 
 %% The cases whose title holds `FRAGHASH_MOVE_CASE', when it is set.
 only(Cases) ->
@@ -150,7 +157,20 @@ refusals() ->
     ?assertMatch({aborted, {fraghash, no_room, _}},
                  rpc:call(A, fraghash_frag, drain, [Tab, A], 60000)),
     {atomic, ok} = rpc:call(A, mnesia, change_table_frag, [Tab, {add_node, C}]),
+    %% A redb_copies table on A and B alone, one copy per fragment.
+    Rdb = mv_refusals_rdb,
+    {atomic, ok} = rpc:call(A, fraghash_frag_create, create_table,
+                            [Rdb, [{attributes, [key, val]},
+                                   {frag_properties, [{n_fragments, 2}, {node_pool, [A, B]},
+                                                      {n_redb_copies, 1},
+                                                      {hash_module, mnesia_frag_slots}]}]]),
+    [{RdbFrom, redb_copies}] = holders(A, Rdb),
+    [RdbTo] = [A, B] -- [RdbFrom],
     stopped = rpc:call(C, mnesia, stop, []),
+    %% C holds nothing of it, but would miss the change of its external
+    %% copies, which Mnesia could not merge at C's next start.
+    ?assertMatch({aborted, {fraghash, nodes_not_running, _}},
+                 rpc:call(A, fraghash_frag, move_replica, [Rdb, RdbFrom, RdbTo], 60000)),
     ?assertMatch({aborted, {fraghash, holders_not_running, _}},
                  rpc:call(A, fraghash_frag, move_replica, [F2, A, C], 60000)),
     ?assertMatch({aborted, {fraghash, node_not_running, _}},
@@ -203,7 +223,7 @@ node_killed(Storage, Step) ->
     ok = wait_down(A),
     timer:sleep(300),
     {_, A} = restart(Name(a), filename:join(Dir, "a"), 50),
-    ok = rpc:call(A, mnesia, start, []),
+    ok = start_or_rejoin(A, B, Storage, Name(a), filename:join(Dir, "a")),
     ok = rpc:call(A, mnesia, wait_for_tables,
                   [rpc:call(A, fraghash_frag, loadable_tables, []), 120000]),
     ?assertEqual(ok, rpc:call(A, fraghash_frag, recover, [], 120000)),
@@ -217,6 +237,91 @@ node_killed(Storage, Step) ->
     ?assertEqual(Expected, holders(C, Frag)),
     check(Nodes, Tab, Acked),
     kill(Nodes).
+
+%% Fragment 2 of 40,000 records on A and B, writers on A and on the
+%% node that stays up; A moves it from B to C, and the test kills `Victim'
+%% (C, `to', or B, `from') 30 ms after the move's copying began (Mnesia's
+%% loader is then copying the fragment to C). The move answers (refused,
+%% or it waits for a copy that never becomes active); the victim restarts;
+%% recover/0 on every node: fragment 2 on two nodes, moved or not, every
+%% acknowledged write read back from every replica.
+killed_while_loading(Storage, Victim) ->
+    Id = lists:concat(["loading_", Storage, "_", Victim]),
+    #{nodes := [A, B, C] = Nodes, name := Name, dir := Dir} = trio(Id),
+    Tab = list_to_atom("mv_" ++ Id),
+    ok = table(A, Tab, Storage, 2, [A, B], Nodes, 40000),
+    Frag = fraghash_frag:frag_name(Tab, 2),
+    {V, Letter, Up} = case Victim of
+                          to -> {C, c, B};
+                          from -> {B, b, C}
+                      end,
+    Writers = [writer(N, Tab, W) || {W, N} <- [{0, A}, {1, Up}]],
+    Test = self(),
+    ok = rpc:call(A, fraghash_frag, set_step_hook,
+                  [fun(T, move_copy) when T =:= Tab -> Test ! copying;
+                      (_, _) -> ok
+                   end]),
+    Mover = spawn_link(fun() ->
+                               Test ! {moved, rpc:call(A, fraghash_frag, move_replica,
+                                                       [Frag, B, C], 180000)}
+                       end),
+    receive copying -> ok end,
+    timer:sleep(30),
+    os:cmd("kill -9 " ++ rpc:call(V, os, getpid, [])),
+    ok = wait_down(V),
+    Moved = receive {moved, R} -> R end,
+    fraghash_test_support:report("~s killed while loading: the move answered ~0tP~n",
+                                 [Victim, Moved, 12]),
+    false = is_process_alive(Mover),
+    ok = rpc:call(A, fraghash_frag, set_step_hook, [undefined]),
+    {_, V} = restart(Name(Letter), filename:join(Dir, atom_to_list(Letter)), 50),
+    ok = start_or_rejoin(V, A, Storage, Name(Letter), filename:join(Dir, atom_to_list(Letter))),
+    ok = rpc:call(V, mnesia, wait_for_tables,
+                  [rpc:call(V, fraghash_frag, loadable_tables, []), 120000]),
+    [?assertEqual({N, ok}, {N, rpc:call(N, fraghash_frag, recover, [], 180000)}) || N <- Nodes],
+    Acked = stop_writers(Writers),
+    ?assert(map_size(Acked) > 10),
+    Holders = holders(A, Frag),
+    fraghash_test_support:report("~s killed while loading: ~s on ~0p after recovery~n",
+                                 [Victim, Frag, Holders]),
+    ?assert(lists:member(Holders, [[{A, Storage}, {B, Storage}], [{A, Storage}, {C, Storage}]])),
+    check(Nodes, Tab, Acked, 40000),
+    kill(Nodes).
+
+%% Starts Mnesia on `Node', restarted after a kill; on `redb_copies', when
+%% Mnesia cannot merge its schema with the running nodes' (a copy of an
+%% external backend that one side lists and the other does not: Mnesia
+%% 4.21.3 has no case for it), the node rejoins afresh through `Peer'.
+start_or_rejoin(Node, Peer, Storage, Name, Dir) ->
+    case rpc:call(Node, mnesia, start, []) of
+        ok ->
+            ok;
+        {error, _} = Failed when Storage =:= redb_copies ->
+            fraghash_test_support:report("Mnesia did not start on ~s (~0tP): it rejoins~n",
+                                         [Node, Failed, 8]),
+            rejoin(Node, Peer, Name, Dir)
+    end.
+
+%% The remedy for a node whose Mnesia cannot merge its schema with the
+%% running nodes' (docs/mnesia-cluster.md): the node is taken out of the
+%% schema from `Peer' (its copies elsewhere stay), its directory emptied,
+%% and it joins again, getting a copy of each table it held.
+rejoin(Node, Peer, Name, Dir) ->
+    Held = [{T, Type} || T <- rpc:call(Peer, mnesia, system_info, [tables]), T =/= schema,
+                         {N, Type} <- rpc:call(Peer, fraghash_move, copies, [T]), N =:= Node],
+    os:cmd("kill -9 " ++ rpc:call(Node, os, getpid, [])),
+    ok = wait_down(Node),
+    {atomic, ok} = rpc:call(Peer, mnesia, del_table_copy, [schema, Node]),
+    ok = file:del_dir_r(Dir),
+    {_, Node} = restart(Name, Dir, 50),
+    ok = rpc:call(Node, mnesia, start, []),
+    %% Mnesia merges two schemas only when their backend types agree.
+    {atomic, ok} = rpc:call(Node, fraghash_redb_copies, register, []),
+    {ok, [Peer]} = rpc:call(Node, mnesia, change_config, [extra_db_nodes, [Peer]]),
+    {atomic, ok} = rpc:call(Peer, mnesia, change_table_copy_type, [schema, Node, disc_copies]),
+    [{atomic, ok} = rpc:call(Peer, mnesia, add_table_copy, [T, Node, Type], 120000)
+     || {T, Type} <- Held],
+    ok.
 
 %%% On a node
 
@@ -278,6 +383,9 @@ stop_writers(Writers) ->
 %% `K', or the last acknowledged one (or one attempted since); the
 %% replicas agree; the journal is empty.
 check(Nodes, Tab, Acked) ->
+    check(Nodes, Tab, Acked, ?RECORDS).
+
+check(Nodes, Tab, Acked, Records) ->
     [A | _] = Nodes,
     ?assertEqual(ok, rpc:call(A, fraghash_frag_info, replicas, [Tab], 60000)),
     ?assertEqual([], rpc:call(A, fraghash_journal, pending, [])),
@@ -289,17 +397,20 @@ check(Nodes, Tab, Acked) ->
     [?assertEqual({F, H, []}, {F, H, [K || {_, K, _} <- Rs,
                                             fraghash_frag:frag_name(Tab, Mod:key_to_frag_number(State, K)) =/= F]})
      || {F, H, Rs} <- Copies],
-    Keys = lists:usort(lists:seq(1, ?RECORDS) ++ maps:keys(Acked)),
+    Keys = lists:usort(lists:seq(1, Records) ++ maps:keys(Acked)),
     Bad = [{K, F, H, Got}
            || K <- Keys, F <- [fraghash_frag:frag_name(Tab, Mod:key_to_frag_number(State, K))],
               {F2, H, Rs} <- Copies, F2 =:= F,
               Got <- [[V || {_, K2, V} <- Rs, K2 =:= K]],
-              not fits(K, Got, maps:get(K, Acked, {initial, []}))],
+              not fits(K =< Records, K, Got, maps:get(K, Acked, {initial, []}))],
     ?assertEqual([], lists:sublist(Bad, 10)).
 
-fits(K, Got, {initial, Since}) when K =< ?RECORDS -> lists:member(Got, [[K] | [[V] || V <- Since]]);
-fits(_K, Got, {initial, Since}) -> lists:member(Got, [[] | [[V] || V <- Since]]);
-fits(_K, Got, {Acked, Since}) -> lists:member(Got, [[Acked] | [[V] || V <- Since]]).
+%% Whether key `K' (initially held when `Filled') holding `Got' (its
+%% values in one copy) is right: its last acknowledged value, or one
+%% attempted since.
+fits(true, K, Got, {initial, Since}) -> lists:member(Got, [[K] | [[V] || V <- Since]]);
+fits(false, _K, Got, {initial, Since}) -> lists:member(Got, [[] | [[V] || V <- Since]]);
+fits(_Filled, _K, Got, {Acked, Since}) -> lists:member(Got, [[Acked] | [[V] || V <- Since]]).
 
 %% `Frag''s copies, `[{Node, Type}]' sorted, as `Node' sees them.
 holders(Node, Frag) ->
@@ -341,6 +452,9 @@ restart(Name, Dir, Tries) ->
 %% each over `Nodes', pool `Pool', holding `{Tab, K, K}' for K in
 %% 1..RECORDS; made on `On'; then recover/0 on every node (the journal).
 table(On, Tab, Storage, N, Nodes, Pool) ->
+    table(On, Tab, Storage, N, Nodes, Pool, ?RECORDS).
+
+table(On, Tab, Storage, N, Nodes, Pool, Records) ->
     Props = [{n_fragments, N}, {hash_module, mnesia_frag_slots}, {node_pool, Nodes}],
     {atomic, ok} = case Storage of
                        disc_copies ->
@@ -355,7 +469,8 @@ table(On, Tab, Storage, N, Nodes, Pool) ->
                    end,
     [{atomic, ok} = rpc:call(On, mnesia, change_table_frag, [Tab, {add_node, P}])
      || P <- Pool, not lists:member(P, Nodes)],
-    ok = rpc:call(On, fraghash_test_support, fill, [Tab, lists:seq(1, ?RECORDS), fun(K) -> K end]),
+    [ok = rpc:call(On, fraghash_test_support, fill, [Tab, Keys, fun(K) -> K end], 120000)
+     || Keys <- fraghash_tab:chunks(lists:seq(1, Records), 5000)],
     [ok = rpc:call(X, fraghash_frag, recover, [], 60000)
      || X <- rpc:call(On, mnesia, system_info, [running_db_nodes])],
     ok.
