@@ -28,7 +28,12 @@
 %% only once the new one is complete, active and on disc, which the
 %% journal's `dropping' says. Recovery undoes a move in `copying' (deletes
 %% the new copies: the old ones hold every record) and finishes one in
-%% `dropping'.
+%% `dropping'. A deleted copy that a restart's schema merge brings back,
+%% listed on a node that never loads it, is deleted again without waiting
+%% for it (`fraghash_grow_schema:drop_unloaded_copy/2'); a `redb_copies'
+%% move waits for every node of the schema to run Mnesia, since Mnesia
+%% cannot merge a change of external copies that a node missed. The
+%% argument is in docs/mnesia-disc-safety.md, Moving replicas.
 -module(fraghash_move).
 
 -export([base/1, move_replica/4, drain/2, rebalance/2, recover/2, copies/1, records/1]).

@@ -6,8 +6,8 @@
 %%
 %% It creates the tables, runs the writers (one per table on each node)
 %% and the controller (on one node per run: grows, shrinks and relieves
-%% the tables through `fraghash_frag', and on three nodes moves fragment
-%% copies between them), marks where the controller and
+%% the tables through `fraghash_frag', and on three nodes moves copies of
+%% a disc_copies table's fragments between them), marks where the controller and
 %% recovery are, and checks a table as this node sees it.
 %%
 %% Files in the run directory (appended with single writes, which a kill -9
@@ -235,9 +235,15 @@ controller(Dir, Nodes) ->
                        {mnesia_frag_slots, 1} -> relieve;
                        _ -> add
                    end,
-            %% On three nodes, one operation in four moves a fragment's
-            %% copy to a node not holding it (each fragment is on two).
-            Move = length(Nodes) >= 3 andalso rand:uniform(4) =:= 1,
+            %% On three nodes, one operation in two on a disc_copies
+            %% table moves a fragment's copy to a node not holding it (each
+            %% fragment is on two). Not on redb_copies: a node killed
+            %% before its disc kept a change of a table's external copies
+            %% cannot merge its schema at restart (Mnesia 4.21.3) and must
+            %% rejoin afresh (docs/mnesia-cluster.md), which the restarts
+            %% here do not do.
+            Move = length(Nodes) >= 3 andalso rand:uniform(2) =:= 1
+                andalso element(4, lists:keyfind(Tab, 1, cases())) =:= disc_copies,
             Op = if
                      Move -> move;
                      N =< ?MIN_FRAGS -> Grow;
