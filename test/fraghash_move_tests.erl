@@ -1,6 +1,7 @@
 %% @doc Moving fragment replicas (`fraghash_frag:move_replica/3',
 %% `drain/2', `rebalance/1,2') in real Mnesia on three `peer' nodes (one
-%% disc schema), on `disc_copies' and `redb_copies':
+%% disc schema), on `disc_copies' and `redb_copies' (a move under writers
+%% on `disc_only_copies' and `ram_copies' too):
 %% <ul>
 %% <li>a move under writers on two nodes: every acknowledged write is read
 %% back afterwards from every replica of its fragment, and the replicas
@@ -32,7 +33,7 @@ move_test_() ->
     fraghash_test_support:slow_tier(only(
       [{timeout, ?T, {lists:concat([Storage, ": a move under writers on two nodes"]),
                       fun() -> under_writers(Storage) end}}
-       || Storage <- [disc_copies, redb_copies]]
+       || Storage <- [disc_copies, redb_copies, disc_only_copies, ram_copies]]
       ++ [{timeout, ?T, {"a drain of a node, with a foreign-key table", fun drain/0}},
           {timeout, ?T, {"redb_copies: a rebalance from two nodes to three, dry run first",
                          fun rebalance/0}},
@@ -449,6 +450,7 @@ restart(Name, Dir, Tries) ->
     end.
 
 %% `Tab' of `mnesia_frag_slots', `N' fragments of two copies of `Storage'
+%% (any of the four)
 %% each over `Nodes', pool `Pool', holding `{Tab, K, K}' for K in
 %% 1..RECORDS; made on `On'; then recover/0 on every node (the journal).
 table(On, Tab, Storage, N, Nodes, Pool) ->
@@ -456,16 +458,20 @@ table(On, Tab, Storage, N, Nodes, Pool) ->
 
 table(On, Tab, Storage, N, Nodes, Pool, Records) ->
     Props = [{n_fragments, N}, {hash_module, mnesia_frag_slots}, {node_pool, Nodes}],
+    Copies = fun(disc_copies) -> n_disc_copies;
+                (disc_only_copies) -> n_disc_only_copies;
+                (ram_copies) -> n_ram_copies
+             end,
     {atomic, ok} = case Storage of
-                       disc_copies ->
-                           rpc:call(On, mnesia, create_table,
-                                    [Tab, [{attributes, [key, val]},
-                                           {frag_properties, [{n_disc_copies, 2} | Props]}]]);
                        redb_copies ->
                            rpc:call(On, fraghash_frag_create, create_table,
                                     [Tab, [{attributes, [key, val]},
                                            {frag_properties, [{n_redb_copies, 2} | Props]}]],
-                                    120000)
+                                    120000);
+                       _ ->
+                           rpc:call(On, mnesia, create_table,
+                                    [Tab, [{attributes, [key, val]},
+                                           {frag_properties, [{Copies(Storage), 2} | Props]}]])
                    end,
     [{atomic, ok} = rpc:call(On, mnesia, change_table_frag, [Tab, {add_node, P}])
      || P <- Pool, not lists:member(P, Nodes)],
