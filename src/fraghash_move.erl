@@ -131,6 +131,8 @@ replicas(Tab, Frag, From, To) ->
 %% from its own (`mnesia_schema:change_storage_type/3' has no case for
 %% them), so a node that misses the change could not start again. Else
 %% journaled and run.
+run_move(_Tab, []) ->
+    {atomic, ok};
 run_move(Tab, [#{from := From, to := To} | _] = Replicas) ->
     Frags = [F || #{frag := F} <- Replicas],
     Running = mnesia:system_info(running_db_nodes),
