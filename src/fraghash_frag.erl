@@ -27,6 +27,7 @@
          stale_copies/1, repair/1,
          hash/1, frag_name/2, disc_bytes/1, set_step_hook/1]).
 -export([distribution/1, info/1, operations/0, set_progress_hook/1]).
+-export([move_replica/3, drain/2, rebalance/1, rebalance/2]).
 
 
 
@@ -189,6 +190,8 @@ recover_locked(Tab) ->
             stale -> fraghash_journal:delete(Tab);
             #{version := 2, op := Op} = Entry when Op =:= add; Op =:= del; Op =:= rehash ->
                 fraghash_grow:recover(Tab, Entry);
+            #{version := 2, op := move} = Entry ->
+                fraghash_move:recover(Tab, Entry);
             #{op := Op} -> {error, unknown_entry(Tab, Op)}
         end
     catch
@@ -252,6 +255,64 @@ frag_name(Tab, N) -> fraghash_tab:frag_name(Tab, N).
 -spec set_step_hook(fun((atom(), atom()) -> any()) | undefined) -> ok.
 set_step_hook(Fun) -> fraghash_tab:set_step_hook(Fun).
 
+%%% Moving replicas (fraghash_move)
+
+%% @doc Moves the copy of fragment table `Frag' (`Tab_fragN', or `Tab'
+%% itself for fragment 1) on node `From' to node `To' of its table's node
+%% pool, of the same storage type, online: the new copy is loaded (Mnesia
+%% copies it while writers go on), active and durable before the old one
+%% is deleted. The same-numbered fragments of the table's foreign-key
+%% tables that `From' holds and `To' does not go along. Journaled and
+%% crash-safe as {@link add_frag/2}, serialized with the table's other
+%% operations. Refused (`{aborted, {fraghash, Reason, Text}}') for a node
+%% not in the pool (`node_not_in_pool'), `From' holding no copy
+%% (`not_held'), `To' holding one (`already_held'), a node where Mnesia
+%% does not run (`holders_not_running'; for `redb_copies', any node of
+%% the schema: `nodes_not_running'). See docs/mnesia-cluster.md.
+-spec move_replica(atom(), node(), node()) -> {atomic, ok} | {aborted, term()}.
+move_replica(Frag, From, To) ->
+    when_running(fun() ->
+                         case fraghash_move:base(Frag) of
+                             {ok, Tab} ->
+                                 operation(Tab, fun() ->
+                                                        fraghash_move:move_replica(Tab, Frag,
+                                                                                   From, To)
+                                                end);
+                             Refused ->
+                                 Refused
+                         end
+                 end, fun(Reason) -> {aborted, Reason} end).
+
+%% @doc Moves every copy `Node' holds of a fragment of `Tab' (and of its
+%% foreign-key tables) onto the other nodes of `Tab''s node pool, each
+%% fragment keeping its number of copies of each storage type, one move
+%% ({@link move_replica/3}) at a time, each to a node of least load that
+%% holds none. `{atomic, Moves}' (`{Fragment, Node, To}' each): `Node'
+%% then holds nothing of the table (it stays in the pool:
+%% `mnesia:change_table_frag(Tab, {del_node, Node})' keeps new fragments
+%% off it). Refused when no other pool node can take a copy (`no_room').
+-spec drain(atom(), node()) -> {atomic, [{atom(), node(), node()}]} | {aborted, term()}.
+drain(Tab, Node) ->
+    operation(Tab, fun() -> fraghash_move:drain(Tab, Node) end).
+
+%% @doc {@link rebalance/2} with no option.
+-spec rebalance(atom()) -> {atomic, map()} | {aborted, term()}.
+rebalance(Tab) ->
+    rebalance(Tab, []).
+
+%% @doc Moves copies of `Tab''s fragments between the nodes of its node
+%% pool until each holds a share of the records (`mnesia:table_info(F,
+%% size)' of each fragment it holds, foreign-key tables counted with
+%% their master) within 10% of the mean, moving few records (a greedy
+%% plan: see `fraghash_move_plan'), each fragment keeping its copies.
+%% With `[dry_run]' only plans. `{atomic, Plan}': `moves'
+%% (`{Fragment, From, To}', in order), `loads_before', `loads_after'
+%% (`{Node, Records}'), `mean', `within' (whether the plan reaches the
+%% band: fragments too few or too uneven may not), `done'.
+-spec rebalance(atom(), [dry_run]) -> {atomic, map()} | {aborted, term()}.
+rebalance(Tab, Opts) ->
+    operation(Tab, fun() -> fraghash_move:rebalance(Tab, Opts) end).
+
 %%% del_frag
 
 do_del_frag(Tab) ->
@@ -280,9 +341,11 @@ unknown_entry(Tab, Op) ->
 %% relieved last would stay the largest), an ets table's memory, or a
 %% storage backend's own figure (`disc_bytes/1' found no file of a
 %% `redb_copies' fragment, so every one weighed 0 and the last was taken).
+%% Each is counted on a node holding it: Mnesia counts 0 records for a
+%% table with no copy on the node asked (`fraghash_move:records/1').
 largest(Tab) ->
     {_, _, N} = hash(Tab),
-    {_, F} = lists:max([{mnesia:table_info(frag_name(Tab, F), size), F}
+    {_, F} = lists:max([{fraghash_move:records(frag_name(Tab, F)), F}
                         || F <- lists:seq(1, N)]),
     F.
 

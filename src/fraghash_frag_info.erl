@@ -249,7 +249,8 @@ table_hash(Tab) ->
 
 %% @doc The growth operations pending or under way, on every table with a
 %% journal entry: one map each, with `table', `op' (`add', a relieve among
-%% them, or `del'), `phase' (`fraghash_grow_machine'), `node' (the node that
+%% them, `del', `rehash', or `move', a fragment copy moving between nodes),
+%% `phase' (`fraghash_grow_machine'), `node' (the node that
 %% began it), `started' (`erlang:system_time(millisecond)') and `running':
 %% `true' while that node runs it, with its progress (`elapsed_ms',
 %% `scanned' and `to_scan', the records of its sources read in this phase

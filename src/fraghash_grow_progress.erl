@@ -7,7 +7,7 @@
 %% (`fraghash_frag:set_progress_hook/1') at most once a second and at each
 %% phase. So a 30-minute move shows whether it still advances.
 %%
-%% A report is a map: `table', `op' (`add' or `del'), `phase', `node' (the
+%% A report is a map: `table', `op' (`add', `del', `rehash' or `move'), `phase', `node' (the
 %% node running it), `started' (its start, `erlang:system_time(millisecond)'),
 %% `elapsed_ms', `scanned' (records of its sources read in this phase),
 %% `to_scan' (the records its sources held when the phase began), `written'
@@ -21,7 +21,7 @@
 
 %% @doc Begins the progress of operation `Op' on `Tab', run by this
 %% process.
--spec start(atom(), add | del, integer()) -> ok.
+-spec start(atom(), fraghash_grow_machine:op(), integer()) -> ok.
 start(Tab, Op, Started) ->
     Name = name(Tab),
     _ = case ets:whereis(Name) of

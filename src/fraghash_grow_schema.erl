@@ -27,7 +27,7 @@
 -module(fraghash_grow_schema).
 
 -export([add_hidden/3, switch/3, drop_last/4, drop_orphan/1, load_somewhere/1, hash/1,
-         foreigners/1, fresh_log/0]).
+         foreigners/1, fresh_log/0, drop_unloaded_copy/2]).
 %% Called on every running node.
 -export([dumps_queued/0]).
 
@@ -151,6 +151,40 @@ drop_orphan(Frag) ->
                   end),
             ok
     end.
+
+%% @doc Deletes `Node''s copy of `Frag' from the schema, as
+%% `mnesia:del_table_copy(Frag, Node)' does, without waiting for that copy
+%% to be active: for a copy the schema lists on a running node that never
+%% loads it. Mnesia merges the schema of a node that starts with the
+%% others' by joining the nodes each lists for a table, so a
+%% `del_table_copy' that a node's disc had not kept when it was killed
+%% comes back when it restarts, listed on a node that deleted it and that
+%% will not load it again before its own restart; `del_table_copy' then
+%% aborts (`not_active') however long it waits. The other copies must be
+%% active, as for `del_table_copy'.
+-spec drop_unloaded_copy(atom(), node()) -> {atomic, ok} | {aborted, term()}.
+drop_unloaded_copy(Frag, Node) ->
+    mnesia_schema:schema_transaction(
+      fun() ->
+              TidTs = mnesia_schema:get_tid_ts_and_lock(schema, write),
+              Cs = mnesia_schema:incr_version(mnesia_lib:val({Frag, cstruct})),
+              Storage = mnesia_lib:schema_cs_to_storage_type(Node, Cs),
+              Storage =/= unknown orelse mnesia:abort({no_exists, Frag, Node}),
+              Without = fun(Ns) -> [N || N <- Ns, N =/= Node] end,
+              Def = [case Prop of
+                         {Kind, Ns} when Kind =:= ram_copies; Kind =:= disc_copies;
+                                         Kind =:= disc_only_copies ->
+                             {Kind, Without(Ns)};
+                         {external_copies, Ext} ->
+                             {external_copies, [{Type, Without(Ns)} || {Type, Ns} <- Ext]};
+                         _ ->
+                             Prop
+                     end || Prop <- mnesia_schema:vsn_cs2list(Cs)],
+              Others = mnesia_lib:cs_to_nodes(mnesia_schema:list2cs(Def)),
+              Others =/= [] orelse mnesia:abort({fraghash, last_copy, Frag}),
+              _ = mnesia_schema:get_tid_ts_and_lock(Frag, write),
+              mnesia_schema:insert_schema_ops(TidTs, [{op, del_table_copy, Storage, Node, Def}])
+      end).
 
 %% Runs the schema change `Change()' again while it aborts because a
 %% running node holding a disc copy of a table it changes has not loaded

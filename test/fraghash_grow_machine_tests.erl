@@ -15,7 +15,10 @@ phases_test() ->
     ?assertEqual(copying, first_phase(del)),
     ?assertEqual([copying, switching, cleaning, done],
                  [next_phase(add, P) || P <- phases(add)]),
-    ?assertEqual([switching, dropping, done], [next_phase(del, P) || P <- phases(del)]).
+    ?assertEqual([switching, dropping, done], [next_phase(del, P) || P <- phases(del)]),
+    ?assertEqual([copying, dropping], phases(move)),
+    ?assertEqual(copying, first_phase(move)),
+    ?assertEqual([dropping, done], [next_phase(move, P) || P <- phases(move)]).
 
 %% An add from 4 fragments, states `f' to `t'; a del from 4, the same.
 observe_test() ->
@@ -38,6 +41,24 @@ observe_test() ->
     ?assertEqual(switched, observe(rehash, Rehash, {{mb, t}, 4})),
     ?assertEqual(unexpected, observe(rehash, Rehash, {{ma, t}, 4})),
     ?assertEqual(unexpected, observe(rehash, Rehash, {{mb, t}, 5})).
+
+%% A move of a `disc_copies' replica from `a' to `c', the fragment also on
+%% `b': every case the copies can show.
+observe_move_test() ->
+    Move = {a, c, disc_copies},
+    ?assertEqual(untouched, observe(move, Move, [{a, disc_copies}, {b, disc_copies}])),
+    ?assertEqual(copied, observe(move, Move, [{a, disc_copies}, {b, disc_copies},
+                                              {c, disc_copies}])),
+    ?assertEqual(moved, observe(move, Move, [{b, disc_copies}, {c, disc_copies}])),
+    %% Neither copy: a copy lost, which no move does.
+    ?assertEqual(unexpected, observe(move, Move, [{b, disc_copies}])),
+    %% A copy of another storage type on either node.
+    ?assertEqual(unexpected, observe(move, Move, [{a, disc_copies}, {c, ram_copies}])),
+    ?assertEqual(unexpected, observe(move, Move, [{a, disc_only_copies}])),
+    ?assertEqual(unexpected, observe(move, Move, [{c, redb_copies}])),
+    ?assertEqual(copied, observe(move, {a, c, redb_copies}, [{a, redb_copies}, {c, redb_copies}])),
+    %% A move onto the node it leaves is none.
+    ?assertEqual(unexpected, observe(move, {a, a, disc_copies}, [{a, disc_copies}])).
 
 %% Every phase an entry can name, against every observation, with the
 %% action and why. A kill can land anywhere in a phase: before any of its
@@ -91,7 +112,16 @@ recovery_table() ->
      {rehash, cleaning, untouched, unexpected},
      {rehash, cleaning, hidden, unexpected},
      {rehash, cleaning, switched, clean},
-     {rehash, cleaning, dropped, unexpected}].
+     {rehash, cleaning, dropped, unexpected},
+     %% move, copying: the new copy added or not; added, it may not be
+     %% loaded or durable yet, and the old one holds everything: undo.
+     {move, copying, untouched, forget},     % killed before add_table_copy committed
+     {move, copying, copied, rollback},      % after it: the new copy is deleted
+     {move, copying, moved, unexpected},     % no old copy goes before `dropping'
+     %% move, dropping: the new copy active and durable before the phase.
+     {move, dropping, untouched, unexpected},% the new copy gone: not the move's doing
+     {move, dropping, copied, drop},         % the old copy goes (again)
+     {move, dropping, moved, finish}].       % its delete committed
 
 recovery_test_() ->
     [{lists:concat([Op, " ", Phase, " ", Observed, " -> ", Action]),
@@ -101,9 +131,11 @@ recovery_test_() ->
 %% The table covers every phase of each operation against every
 %% observation, `unexpected' included.
 recovery_table_complete_test() ->
-    Observations = [untouched, hidden, switched, dropped],
-    Ops = [add, del, rehash],
-    Expected = lists:sort([{Op, P, O} || Op <- Ops, P <- phases(Op), O <- Observations]),
+    Observations = fun(move) -> [untouched, copied, moved];
+                      (_Grow) -> [untouched, hidden, switched, dropped]
+                   end,
+    Ops = [add, del, rehash, move],
+    Expected = lists:sort([{Op, P, O} || Op <- Ops, P <- phases(Op), O <- Observations(Op)]),
     ?assertEqual(Expected, lists:sort([{Op, P, O} || {Op, P, O, _} <- recovery_table()])),
     [?assertEqual(unexpected, recovery(Op, P, unexpected)) || Op <- Ops, P <- phases(Op)].
 
@@ -112,3 +144,11 @@ recovery_table_complete_test() ->
 forward_only_after_switching_test() ->
     [?assert(lists:member(P, [switching, cleaning, dropping]))
      || {_Op, P, _O, A} <- recovery_table(), lists:member(A, [clean, drop, finish])].
+
+%% A move deletes an old copy only in `dropping', which is written once the
+%% new copies are active and durable: no recovery ever leaves a fragment
+%% with fewer copies than it had (an old copy goes only where a new one is).
+move_drops_old_copy_only_when_new_one_exists_test() ->
+    [?assertEqual({P, O}, {dropping, copied})
+     || {move, P, O, drop} <- recovery_table()],
+    [?assertNotEqual(drop, recovery(move, copying, O)) || O <- [untouched, copied, moved]].

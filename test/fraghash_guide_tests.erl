@@ -3,7 +3,9 @@
 %% the code does: the first session of docs/mnesia.md, and the adoption
 %% session of docs/mnesia-adopt.md (a table grown by plain
 %% `change_table_frag', checked, repaired, moved to another hash module
-%% and grown, every record read back).
+%% and grown, every record read back), and the cluster session of
+%% docs/mnesia-cluster.md (two nodes, a third joins, rebalance, drain; the
+%% session starts its peers itself).
 %%
 %% A session is the first ```erlang block after the line that names this
 %% module. Its expressions are evaluated in order, as the shell would (a
@@ -18,7 +20,7 @@
 guide_session_test_() ->
     [{timeout, 300, {"docs/" ++ Page ++ ": the session runs as written",
                      fun() -> session(Page) end}}
-     || Page <- ["mnesia.md", "mnesia-adopt.md"]].
+     || Page <- ["mnesia.md", "mnesia-adopt.md", "mnesia-cluster.md"]].
 
 session(Page) ->
     Exprs = parse(session_block(read_guide(Page))),

@@ -6,7 +6,8 @@
 %%
 %% It creates the tables, runs the writers (one per table on each node)
 %% and the controller (on one node per run: grows, shrinks and relieves
-%% the tables through `fraghash_frag'), marks where the controller and
+%% the tables through `fraghash_frag', and on three nodes moves copies of
+%% a disc_copies table's fragments between them), marks where the controller and
 %% recovery are, and checks a table as this node sees it.
 %%
 %% Files in the run directory (appended with single writes, which a kill -9
@@ -234,7 +235,17 @@ controller(Dir, Nodes) ->
                        {mnesia_frag_slots, 1} -> relieve;
                        _ -> add
                    end,
+            %% On three nodes, one operation in two on a disc_copies
+            %% table moves a fragment's copy to a node not holding it (each
+            %% fragment is on two). Not on redb_copies: a node killed
+            %% before its disc kept a change of a table's external copies
+            %% cannot merge its schema at restart (Mnesia 4.21.3) and must
+            %% rejoin afresh (docs/mnesia-cluster.md), which the restarts
+            %% here do not do.
+            Move = length(Nodes) >= 3 andalso rand:uniform(2) =:= 1
+                andalso element(4, lists:keyfind(Tab, 1, cases())) =:= disc_copies,
             Op = if
+                     Move -> move;
                      N =< ?MIN_FRAGS -> Grow;
                      N >= ?MAX_FRAGS -> del;
                      true -> case rand:uniform(2) of 1 -> Grow; 2 -> del end
@@ -247,7 +258,8 @@ controller(Dir, Nodes) ->
                       case Op of
                           add -> fraghash_frag:add_frag(Tab, On);
                           relieve -> fraghash_frag:relieve(Tab, On, largest);
-                          del -> fraghash_frag:del_frag(Tab)
+                          del -> fraghash_frag:del_frag(Tab);
+                          move -> move_one(Tab, N, Nodes)
                       end
                   catch
                       C:R -> {C, R}
@@ -258,6 +270,16 @@ controller(Dir, Nodes) ->
             end,
             timer:sleep(rand:uniform(40)),
             controller(Dir, Nodes)
+    end.
+
+%% Moves the copy of a random fragment of `Tab' (of `N') on a random node
+%% holding it to a random node of `Nodes' holding none.
+move_one(Tab, N, Nodes) ->
+    Frag = fraghash_frag:frag_name(Tab, rand:uniform(N)),
+    Holders = [H || {H, _} <- fraghash_move:copies(Frag)],
+    case {shuffle(Holders), shuffle(Nodes -- Holders)} of
+        {[From | _], [To | _]} -> fraghash_frag:move_replica(Frag, From, To);
+        _ -> {atomic, ok}
     end.
 
 %% A failure's reason, short enough for a mark line.
