@@ -410,11 +410,12 @@ remove_index_ops(Tab, Ixs, Gone) ->
                                    row_key_fun(Tab)).
 
 %% The records of `Key' when `Tab' has indexes to keep (else not read).
-indexed_records(_Tab, [], _Key) -> [];
-indexed_records(Tab, _Ixs, Key) -> lookup(?ALIAS, Tab, Key).
+indexed_records(Tab, Ixs, Key) -> [R || Ixs =/= [], R <- lookup(?ALIAS, Tab, Key)].
 
+%% A replay into a table drops its index writes too, never an index build.
 replaying_or_kept(Tab) ->
-    fraghash_redb_commit:replaying(Tab) orelse fraghash_redb_index:ignores(Tab).
+    fraghash_redb_commit:replaying(stored_for(Tab)) andalso not fraghash_redb_index:building(Tab)
+        orelse fraghash_redb_index:ignores(Tab).
 
 %% @private
 lookup(_Alias, Tab, Key) ->
@@ -459,7 +460,8 @@ slot(_Alias, _Tab, _Pos) ->
     erlang:error(badarg).
 
 %% @private Raises `badarg' (an `error', which Mnesia catches to write the
-%% record itself) when there is no record or no integer in position 3.
+%% record itself) when there is no record or no integer in position 3 (it
+%% can be indexed: its row changes in the same write, fraghash_redb_index).
 update_counter(Alias, Tab, Key, Incr) when is_integer(Incr) ->
     case {fraghash_redb_commit:replaying(Tab), fraghash_redb_nif:key_bin(Key)} of
         {true, _} ->

@@ -28,10 +28,17 @@
 %% per record and calls `index_is_consistent(_, Tag, true)'; between the
 %% two, its writes to that index go through ({@link consistent/2}).
 %%
+%% A counter can touch an indexed position: Mnesia's `dirty_update_counter'
+%% takes any `set' or `ordered_set' of records of three, whose third
+%% position, the counter, may be indexed. The backend's counter changes
+%% that index's row in the counter's own write
+%% ({@link fraghash_redb_db:update_counter/5}, {@link counter_ops/3}).
+%%
 %% == When Mnesia can skip the build ==
 %% `true' is kept in the database once a build ended, and stays true while
 %% every write to the table goes through the backend with its index rows.
-%% The writes that do not: Mnesia's log replay at start (dropped, see
+%% The writes that do not: Mnesia's log replay at start (dropped, to the
+%% table and to its indexes alike: the database holds both already, see
 %% {@link fraghash_redb_commit}), and a copy loaded from another node
 %% (`receive_data/5' writes records only): loading a copy marks every
 %% index of the table not built ({@link not_built_ops/1}), so Mnesia builds
@@ -39,11 +46,11 @@
 %% again at the next start.
 %%
 %% Dirty writes to one key from two processes at once can leave a stale
-%% index row (both read the same replaced record); Mnesia's own index on
-%% `disc_copies' has the same race, and transactions lock the key.
+%% index row (both read the same replaced record); Mnesia's own indexes
+%% have the same race, and transactions lock the key.
 -module(fraghash_redb_index).
 
--export([open/2, delete/1, of_table/1, ignores/1, consistent/2, built/1, built_ops/2,
+-export([open/2, delete/1, of_table/1, ignores/1, building/1, consistent/2, built/1, built_ops/2,
          insert_ops/3, remove_ops/4, clear_ops/1, not_built_ops/1, check/2, counter_ops/3]).
 
 %% The indexes this node keeps, one row {Tag, Pos, Name, Building} each
@@ -96,6 +103,17 @@ ignores({_, index, _} = Tag) ->
             [] -> false
         end;
 ignores(_Tab) ->
+    false.
+
+%% @doc Whether Mnesia is building index `Tag' on this node.
+-spec building(atom() | tuple()) -> boolean().
+building({_, index, _} = Tag) ->
+    registry() =/= undefined andalso
+        case ets:lookup(?REG, Tag) of
+            [{_, _, _, Building}] -> Building;
+            [] -> false
+        end;
+building(_Tab) ->
     false.
 
 %% @doc Mnesia begins (`false') or ends (`true') building index `Tag'.
