@@ -31,9 +31,9 @@
 %% == Mnesia's log replay ==
 %% At start Mnesia replays its own log into the table between
 %% `load_table(_, Tab, startup, _)' and `close_table/2'; the database
-%% already holds every change that returned, so those writes are dropped
-%% ({@link replaying/1}; see the durability section of
-%% {@link fraghash_redb_copies}).
+%% already holds every change that returned, with its index rows, so those
+%% writes are dropped, to the table's indexes too ({@link replaying/1}; see
+%% the durability section of {@link fraghash_redb_copies}).
 -module(fraghash_redb_commit).
 
 -export([room/1, commit/2, fail_stop/3, replaying/1, replayed/2]).

@@ -51,16 +51,17 @@
 %% the backend interface does not.
 %%
 %% At start, Mnesia replays the transactions still in its own log
-%% (`LATEST.LOG') into tables of this type. That log can be shorter than
-%% the table: `disk_log' caches its writes (up to 64 KiB, for up to two
-%% seconds) before they reach the file, so after a kill -9 it may hold a write but not a later delete
-%% of the same key, which redb already holds; replaying it would bring the
-%% deleted record back (and count counters twice). So the backend ignores
-%% the replay: between `load_table(_, Tab, startup, _)' and the
-%% `close_table/2' that ends it, writes to `Tab' are dropped, and the table
-%% stays as redb committed it. The price: a kill between two records of one
-%% transaction leaves the first applied and not the second (the
-%% transaction never returned, so nobody was told it committed).
+%% (`LATEST.LOG') into tables of this type. After a kill -9 that log can
+%% lack a delete redb holds (`disk_log' caches writes, up to 64 KiB for up
+%% to two seconds): replaying it would bring the deleted record back (and
+%% count counters twice). So the backend ignores the replay: between
+%% `load_table(_, Tab, startup, _)' and the `close_table/2' that ends it,
+%% writes to `Tab' are dropped. The price: a kill between two records of
+%% one transaction leaves the first applied and not the second (the
+%% transaction never returned, so nobody was told it committed). An
+%% index's rows are written with their record, in the same redb write
+%% ({@link fraghash_redb_index}): whole after a kill, so an index is
+%% built once, not at every start.
 %% A write that the database cannot keep is never acknowledged: while the
 %% disc is full, writes abort in their transaction with `{fraghash_redb,
 %% disk_full, Tab, Text}'; a committed change that fails all the same (an
@@ -91,10 +92,8 @@
 %% standard protocol: the sender {@link select/4}s chunks, the receiver
 %% clears its copy and writes each chunk as one redb transaction.
 %%
-%% Indexes are stored as redb tables of `{{IndexValue, Key}}' rows
-%% (Mnesia's `ordered' index type); an index read reads the range of its
-%% value. A `bag' index or an index plugin is refused at `create_table'
-%% with `{fraghash_redb, index_not_supported, Text}'.
+%% A `bag' index or an index plugin is refused at `create_table' with
+%% `{fraghash_redb, index_not_supported, Text}'.
 %%
 %% == Several nodes ==
 %% {@link register/0} opens the database on every node running Mnesia
@@ -103,9 +102,6 @@
 %% `create_table', `add_table_copy', `change_table_copy_type' run on any
 %% node, or `move_table_copy'. A node whose database cannot be opened
 %% makes the schema change abort.
-%% Each index is rebuilt from its table when Mnesia starts (O(records)):
-%% its rows are written by calls apart from the record's, and a kill
-%% between them would leave it behind.
 -module(fraghash_redb_copies).
 -behaviour(mnesia_backend_type).
 
@@ -127,7 +123,6 @@
 
 %% Records read per chunk by select and loading (fraghash_redb_select owns the figure).
 -define(CHUNK, (fraghash_redb_select:chunk())).
--define(INFO, (fraghash_redb_admin:info_table())).
 -define(ALIAS, redb_copies).
 
 %%% Convenience
@@ -186,16 +181,15 @@ chunk() -> ?CHUNK.
 
 %%% Backend management
 
-%% @private Index tables are rebuilt once per start: a kill between a
-%% record's write and its index rows' (separate calls from Mnesia) could
-%% leave an index behind its table, and nothing here could tell which.
+%% @private The table of index states is kept: an index built once is
+%% kept with its records ({@link fraghash_redb_index}), not rebuilt.
 %%
 %% A missing `fraghash.redb' on a node whose schema says it holds tables of
 %% this type is refused rather than created empty: their records would be
 %% gone without a word.
 init_backend() ->
     case fraghash_redb_admin:open_db([]) of
-        ok -> write([{clear, ?INFO}]);
+        ok -> ok;
         {error, _} = E -> E
     end.
 
@@ -247,12 +241,14 @@ create_table(_Alias, Tab, _Props) ->
 %% @private A copy loaded from another node replaces the local one: it is
 %% emptied here, and filled by receive_data/5. Mnesia's log replay at start
 %% opens the table with reason `startup' and closes it when done: its
-%% writes are ignored meanwhile (see the module documentation).
+%% writes are ignored meanwhile (see the module documentation). A loaded
+%% copy comes without index rows: its indexes are marked not built, and
+%% Mnesia builds them after the load.
 load_table(_Alias, Tab, {net_load, _}, _Cs) ->
     ok = fraghash_redb_admin:need_db(Tab),
     fraghash_redb_commit:replayed(Tab, false),
     ok = ensure_table(Tab),
-    write([{clear, name(Tab)}]);
+    write([{clear, name(Tab)} | fraghash_redb_index:not_built_ops(Tab)]);
 load_table(_Alias, Tab, startup, _Cs) ->
     fraghash_redb_commit:replayed(Tab, true),
     ensure_table(Tab);
@@ -292,7 +288,7 @@ stored_for(Tag) when is_tuple(Tag) -> element(1, Tag).
 %% @private
 delete_table(_Alias, Tab) ->
     ok = fraghash_redb_admin:need_db(Tab),
-    ok = write([{delete, ?INFO, info_key(Tab)}]),
+    ok = write(fraghash_redb_index:delete(Tab)),
     case fraghash_redb_nif:delete_table(fraghash_redb_db:handle(), name(Tab)) of
         ok -> ok;
         {error, {no_such_table, _}} -> ok;
@@ -345,22 +341,32 @@ receive_done(_Alias, _Tab, _Sender, _State) ->
 
 %%% Records
 
-%% @private
+%% @private A write to an index this backend keeps comes from Mnesia's
+%% own index upkeep and is dropped (fraghash_redb_index: the record's
+%% write wrote its rows); so for delete/3 and match_delete/3.
 insert(_Alias, Tab, Obj) ->
-    case fraghash_redb_commit:replaying(Tab) of
+    case replaying_or_kept(Tab) of
         true -> ok;
-        false -> fraghash_redb_commit:commit(Tab, [{put, name(Tab), (row_key_fun(Tab))(Obj),
-                                                     term_to_binary(Obj)}])
+        false -> commit(Tab, fun(Ixs) ->
+                                     %% A record of a bag replaces none.
+                                     Old = [R || Ixs =/= [], not fraghash_redb_bag:is_bag(Tab),
+                                                 R <- lookup(?ALIAS, Tab, element(2, Obj))],
+                                     [{put, name(Tab), (row_key_fun(Tab))(Obj), term_to_binary(Obj)}
+                                      | fraghash_redb_index:insert_ops(Ixs, Obj, Old)]
+                             end)
     end.
 
 %% @private
 delete(_Alias, Tab, Key) ->
-    case {fraghash_redb_commit:replaying(Tab), fraghash_redb_nif:key_bin(Key)} of
+    case {replaying_or_kept(Tab), fraghash_redb_nif:key_bin(Key)} of
         {false, {ok, K}} ->
-            case fraghash_redb_bag:is_bag(Tab) of
-                false -> fraghash_redb_commit:commit(Tab, [{delete, name(Tab), K}]);
-                true -> commit(Tab, fraghash_redb_bag:delete_ops(name(Tab), K))
-            end;
+            commit(Tab, fun(Ixs) ->
+                                Ops = case fraghash_redb_bag:is_bag(Tab) of
+                                          false -> [{delete, name(Tab), K}];
+                                          true -> fraghash_redb_bag:delete_ops(name(Tab), K)
+                                      end,
+                                Ops ++ remove_index_ops(Tab, Ixs, indexed_records(Tab, Ixs, Key))
+                        end);
         _ ->
             ok
     end.
@@ -371,16 +377,15 @@ delete(_Alias, Tab, Key) ->
 %% `delete_object' comes here with the record as the pattern: a pattern
 %% without wildcards deletes its one row.
 match_delete(_Alias, Tab, Pat) ->
-    case {fraghash_redb_commit:replaying(Tab), wild(Pat, keypos(Tab))} of
+    case {replaying_or_kept(Tab), fraghash_redb_select:wild(Pat, keypos(Tab))} of
         {true, _} ->
             ok;
         {false, true} ->
-            fraghash_redb_commit:commit(Tab, [{clear, name(Tab)}]);
+            commit(Tab, fun(Ixs) -> [{clear, name(Tab)} | fraghash_redb_index:clear_ops(Ixs)] end);
         {false, false} when is_tuple(Pat), tuple_size(Pat) >= 2 ->
             case fraghash_redb_bag:is_bag(Tab) andalso fraghash_redb_select:ground(Pat)
                 andalso fraghash_redb_nif:key_bin(element(2, Pat)) =/= none of
-                true -> fraghash_redb_commit:commit(Tab, [{delete, name(Tab),
-                                                           fraghash_redb_bag:row_key(true, 2, Pat)}]);
+                true -> delete_rows(Tab, [Pat]);
                 false -> delete_matching(select(?ALIAS, Tab, [{Pat, [], ['$_']}], ?CHUNK), Tab)
             end;
         {false, false} ->
@@ -390,10 +395,27 @@ match_delete(_Alias, Tab, Pat) ->
 delete_matching('$end_of_table', _Tab) ->
     ok;
 delete_matching({Recs, Cont}, Tab) ->
-    Name = name(Tab),
-    RowKey = row_key_fun(Tab),
-    ok = fraghash_redb_commit:commit(Tab, [{delete, Name, RowKey(R)} || R <- Recs]),
+    ok = delete_rows(Tab, Recs),
     delete_matching(select(Cont), Tab).
+
+%% Deletes the rows of records `Recs' (none of the key's other records in
+%% a bag) and the index rows no record left holds.
+delete_rows(Tab, Recs) ->
+    RowKey = row_key_fun(Tab),
+    commit(Tab, fun(Ixs) -> [{delete, name(Tab), RowKey(R)} || R <- Recs]
+                                ++ remove_index_ops(Tab, Ixs, Recs) end).
+
+remove_index_ops(Tab, Ixs, Gone) ->
+    fraghash_redb_index:remove_ops(Ixs, Gone, fun(K) -> lookup(?ALIAS, Tab, K) end,
+                                   row_key_fun(Tab)).
+
+%% The records of `Key' when `Tab' has indexes to keep (else not read).
+indexed_records(Tab, Ixs, Key) -> [R || Ixs =/= [], R <- lookup(?ALIAS, Tab, Key)].
+
+%% A replay into a table drops its index writes too, never an index build.
+replaying_or_kept(Tab) ->
+    fraghash_redb_commit:replaying(stored_for(Tab)) andalso not fraghash_redb_index:building(Tab)
+        orelse fraghash_redb_index:ignores(Tab).
 
 %% @private
 lookup(_Alias, Tab, Key) ->
@@ -433,25 +455,13 @@ fixtable(_Alias, _Tab, _Bool) -> true.
 
 %% @private
 slot(_Alias, Tab, Pos) when is_integer(Pos), Pos >= 0 ->
-    slot_walk(name(Tab), edge, Pos);
+    fraghash_redb_select:slot(name(Tab), Pos);
 slot(_Alias, _Tab, _Pos) ->
     erlang:error(badarg).
 
-slot_walk(Name, Start, Pos) ->
-    Db = fraghash_redb_db:handle(),
-    case fraghash_redb_nif:check(fraghash_redb_nif:chunk(Db, Name, Start, forward, ?CHUNK)) of
-        {ok, Items, _} when length(Items) > Pos ->
-            {_, V} = lists:nth(Pos + 1, Items),
-            [binary_to_term(V)];
-        {ok, Items, more} ->
-            {K, _} = lists:last(Items),
-            slot_walk(Name, {'after', K}, Pos - length(Items));
-        {ok, _, done} ->
-            '$end_of_table'
-    end.
-
 %% @private Raises `badarg' (an `error', which Mnesia catches to write the
-%% record itself) when there is no record or no integer in position 3.
+%% record itself) when there is no record or no integer in position 3 (it
+%% can be indexed: its row changes in the same write, fraghash_redb_index).
 update_counter(Alias, Tab, Key, Incr) when is_integer(Incr) ->
     case {fraghash_redb_commit:replaying(Tab), fraghash_redb_nif:key_bin(Key)} of
         {true, _} ->
@@ -461,7 +471,9 @@ update_counter(Alias, Tab, Key, Incr) when is_integer(Incr) ->
                 _ -> erlang:error(badarg)
             end;
         {false, {ok, K}} ->
-            case fraghash_redb_db:update_counter(name(Tab), K, Incr, 3) of
+            Ixs = fraghash_redb_index:of_table(Tab),
+            Also = fun(Old, New) -> fraghash_redb_index:counter_ops(Ixs, Old, New) end,
+            case fraghash_redb_db:update_counter(name(Tab), K, Incr, 3, Also) of
                 {ok, New} -> New;
                 {error, badarg} -> erlang:error(badarg);
                 {error, {Kind, Msg}} -> fraghash_redb_commit:fail_stop(Tab, Kind, Msg)
@@ -482,23 +494,27 @@ validate_key(_Alias, Tab, RecName, Arity, Type, _Key) ->
 validate_record(_Alias, Tab, RecName, Arity, Type, Obj) ->
     Key = element(2, Obj),
     try fraghash_redb_nif:order_key(Key) of
-        _ -> ok = fraghash_redb_commit:room(Tab), {RecName, Arity, Type}
+        _ -> ok
     catch
         error:{fraghash_redb, Reason, _} -> mnesia:abort({fraghash_redb, Reason, Tab, Key})
+    end,
+    case fraghash_redb_index:check(Tab, Obj) of
+        ok -> ok = fraghash_redb_commit:room(Tab), {RecName, Arity, Type};
+        {error, Why, Value} -> mnesia:abort({fraghash_redb, Why, Tab, Value})
     end.
 
-%% @private
+%% @private Mnesia begins (`false') or ends (`true') building index
+%% `Tag' from its table (fraghash_redb_index).
 index_is_consistent(_Alias, Tag, Bool) when is_boolean(Bool) ->
     ok = fraghash_redb_admin:need_db(stored_for(Tag)),
-    write([{put, ?INFO, info_key(Tag), term_to_binary(Bool)}]).
+    ok = write(fraghash_redb_index:built_ops(Tag, Bool)),
+    fraghash_redb_index:consistent(Tag, Bool).
 
-%% @private
+%% @private `true' for an index built once and kept since with its
+%% records: Mnesia does not build it again.
 is_index_consistent(_Alias, Tag) ->
     ok = fraghash_redb_admin:need_db(stored_for(Tag)),
-    case fraghash_redb_nif:check(fraghash_redb_nif:get(fraghash_redb_db:handle(), ?INFO, info_key(Tag))) of
-        {ok, V} -> binary_to_term(V);
-        not_found -> false
-    end.
+    fraghash_redb_index:built(Tag).
 
 %%% Select (fraghash_redb_select)
 
@@ -535,14 +551,12 @@ name(Tag) ->
 keypos({_, index, _}) -> 1;
 keypos(_) -> 2.
 
-info_key(Tag) ->
-    term_to_binary(Tag).
-
+%% An index table made or opened is kept from now on (fraghash_redb_index).
 ensure_table(Tab) ->
     case fraghash_redb_nif:create_table(fraghash_redb_db:handle(), name(Tab),
                                         term_to_binary(Tab)) of
-        ok -> ok;
-        {error, {table_exists, _}} -> ok;
+        ok -> fraghash_redb_index:open(Tab, name(Tab));
+        {error, {table_exists, _}} -> fraghash_redb_index:open(Tab, name(Tab));
         Error -> fraghash_redb_nif:check(Error)
     end.
 
@@ -552,10 +566,16 @@ row_key_fun(Tab) ->
     Pos = keypos(Tab),
     fun(Obj) -> fraghash_redb_bag:row_key(IsBag, Pos, Obj) end.
 
-%% A committed change to the rows of a bag key: nothing to write when the
-%% key had no rows.
-commit(_Tab, []) -> ok;
-commit(Tab, Ops) -> fraghash_redb_commit:commit(Tab, Ops).
+%% A committed change to `Tab': `OpsOf(Ixs)', given its indexes, is the
+%% record's writes and its index rows', one redb write (none for a bag key
+%% without rows). Rows that cannot be stored stop Mnesia (fail-stop).
+commit(Tab, OpsOf) ->
+    try OpsOf(fraghash_redb_index:of_table(Tab)) of
+        [] -> ok;
+        Ops -> fraghash_redb_commit:commit(Tab, Ops)
+    catch
+        error:{fraghash_redb, Kind, Msg} -> fraghash_redb_commit:fail_stop(Tab, Kind, Msg)
+    end.
 
 order_key(Key) ->
     fraghash_redb_nif:order_key(Key).
@@ -565,16 +585,10 @@ key_of(Tab, {ok, _K, V}) -> element(keypos(Tab), binary_to_term(V));
 key_of(_Tab, '$end_of_table') -> '$end_of_table';
 key_of(_Tab, Error) -> fraghash_redb_nif:check(Error).
 
-%% A pattern every record of the table matches.
-wild('_', _Pos) -> true;
-wild(Pat, Pos) when is_tuple(Pat) ->
-    lists:all(fun({I, E}) -> E =:= '_' orelse (I =:= 1 andalso Pos =/= 1 andalso is_atom(E)
-                                                andalso not fraghash_redb_select:is_var(E)) end,
-              lists:zip(lists:seq(1, tuple_size(Pat)), tuple_to_list(Pat)));
-wild(_, _) -> false.
-
 %% A failed write outside a commit (loading a copy, the table of index
 %% states) is logged as an error and raised: Mnesia's loader reports it.
+write([]) ->
+    ok;
 write(Ops) ->
     case fraghash_redb_db:write(Ops) of
         ok ->

@@ -51,6 +51,7 @@
 -behaviour(gen_server).
 
 -export([ensure_started/0, stop/0, handle/0, is_open/0, path/0, write/1, update_counter/4,
+         update_counter/5,
          repair_log/1, has_room/0,
          add_aliases/1, remove_aliases/1, max_group/0, stats/0, check_file/1,
          default_cache_bytes/0]).
@@ -201,7 +202,16 @@ has_room() ->
 -spec update_counter(binary(), binary(), integer(), pos_integer()) ->
           {ok, integer()} | {error, term()}.
 update_counter(Name, KeyBin, Incr, Pos) ->
-    gen_server:call(?MODULE, {update_counter, Name, KeyBin, Incr, Pos}, infinity).
+    update_counter(Name, KeyBin, Incr, Pos, fun(_Old, _New) -> [] end).
+
+%% @doc As {@link update_counter/4}, and writes `Also(Old, New)' (the
+%% record before and after) in the same redb write: the rows of an index
+%% on the counter.
+-spec update_counter(binary(), binary(), integer(), pos_integer(),
+                     fun((tuple(), tuple()) -> [fraghash_redb_nif:op()])) ->
+          {ok, integer()} | {error, term()}.
+update_counter(Name, KeyBin, Incr, Pos, Also) ->
+    gen_server:call(?MODULE, {update_counter, Name, KeyBin, Incr, Pos, Also}, infinity).
 
 %% @doc Records `Aliases' as users of the database.
 add_aliases(Aliases) ->
@@ -277,6 +287,9 @@ open(Path, Opts, Durability) ->
             %% fraghash_redb_copies:load_table/4): owned here, so it lives
             %% as long as the database is open.
             _ = ets:new(fraghash_redb_replay, [named_table, public, set]),
+            %% The indexes kept with their records (fraghash_redb_index),
+            %% as long-lived.
+            _ = ets:new(fraghash_redb_index, [named_table, public, ordered_set]),
             persistent_term:put(?HANDLE_KEY, Db),
             {ok, #st{db = Db, path = Path, durability = Durability}};
         {error, {Kind, Msg}} ->
@@ -290,8 +303,8 @@ handle_call({write, Ops}, From, #st{db = Db, calls = C, commits = K, durability 
     {noreply, written(S#st{calls = C + length(Group), commits = K + Commits})};
 handle_call(stats, _From, #st{calls = C, commits = K} = S) ->
     {reply, #{calls => C, commits => K}, S};
-handle_call({update_counter, Name, KeyBin, Incr, Pos}, _From, #st{db = Db, durability = D} = S) ->
-    {reply, counter(Db, D, Name, KeyBin, Incr, Pos), written(S)};
+handle_call({update_counter, Name, KeyBin, Incr, Pos, Also}, _From, #st{db = Db, durability = D} = S) ->
+    {reply, counter(Db, D, Name, KeyBin, Incr, Pos, Also), written(S)};
 handle_call({add_aliases, As}, _From, #st{aliases = Old} = S) ->
     New = lists:usort(Old ++ As),
     {reply, New, S#st{aliases = New}};
@@ -412,15 +425,16 @@ commit_group(Db, D, Group) ->
             1 + lists:sum([commit_group(Db, D, [One]) || One <- Group])
     end.
 
-counter(Db, D, Name, KeyBin, Incr, Pos) ->
+counter(Db, D, Name, KeyBin, Incr, Pos, Also) ->
     case fraghash_redb_nif:get(Db, Name, KeyBin) of
         {ok, Bin} ->
             Rec = binary_to_term(Bin),
             case tuple_size(Rec) >= Pos andalso element(Pos, Rec) of
                 Old when is_integer(Old) ->
                     New = Old + Incr,
-                    Put = {put, Name, KeyBin, term_to_binary(setelement(Pos, Rec, New))},
-                    case fraghash_redb_nif:write(Db, [Put], D) of
+                    NewRec = setelement(Pos, Rec, New),
+                    Put = {put, Name, KeyBin, term_to_binary(NewRec)},
+                    case fraghash_redb_nif:write(Db, [Put | Also(Rec, NewRec)], D) of
                         ok -> {ok, New};
                         {error, _} = E -> E
                     end;

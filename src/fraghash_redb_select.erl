@@ -33,7 +33,7 @@
 -module(fraghash_redb_select).
 
 -export([select/4, select/5, select/1, repair_continuation/2, plan/2, chunk/0, is_var/1,
-         ground/1]).
+         ground/1, wild/2, slot/2]).
 
 %% Records read per chunk by a scan and by loading a copy; bounds a
 %% reader's memory.
@@ -138,6 +138,35 @@ ground([H | T]) -> ground(H) andalso ground(T);
 ground(T) when is_tuple(T) -> ground(tuple_to_list(T));
 ground(M) when is_map(M) -> ground(maps:to_list(M));
 ground(_) -> true.
+
+%% @doc Whether every record of a table keyed in position `Pos' matches
+%% pattern `Pat' (its record name aside).
+-spec wild(term(), pos_integer()) -> boolean().
+wild('_', _Pos) -> true;
+wild(Pat, Pos) when is_tuple(Pat) ->
+    lists:all(fun({I, E}) -> E =:= '_' orelse (I =:= 1 andalso Pos =/= 1 andalso is_atom(E)
+                                                andalso not is_var(E)) end,
+              lists:zip(lists:seq(1, tuple_size(Pat)), tuple_to_list(Pat)));
+wild(_, _) -> false.
+
+%% @doc The record in slot `Pos' (from 0) of redb table `Name', in key
+%% order, or `'$end_of_table'': a walk of O(Pos).
+-spec slot(binary(), non_neg_integer()) -> [tuple()] | '$end_of_table'.
+slot(Name, Pos) ->
+    slot_walk(Name, edge, Pos).
+
+slot_walk(Name, Start, Pos) ->
+    Db = fraghash_redb_db:handle(),
+    case fraghash_redb_nif:check(fraghash_redb_nif:chunk(Db, Name, Start, forward, ?CHUNK)) of
+        {ok, Items, _} when length(Items) > Pos ->
+            {_, V} = lists:nth(Pos + 1, Items),
+            [binary_to_term(V)];
+        {ok, Items, more} ->
+            {K, _} = lists:last(Items),
+            slot_walk(Name, {'after', K}, Pos - length(Items));
+        {ok, _, done} ->
+            '$end_of_table'
+    end.
 
 %% @doc Records read per chunk by a scan (and by loading a copy).
 -spec chunk() -> pos_integer().

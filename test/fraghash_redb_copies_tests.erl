@@ -441,7 +441,7 @@ restart() ->
     ?assert(lists:sum([length(Rs) || {_, Rs} <- Before]) > 1000),
     restart_mnesia(),
     ?assert(Before =:= snapshot()),
-    %% The index is there (rebuilt at start) and the table writable.
+    %% The index is there (kept, not rebuilt) and the table writable.
     ?assertEqual([{ix, 3, 5}], [R || {ix, 3, _} = R <- mnesia:dirty_index_read(ix, 5, val)]),
     ok = mnesia:dirty_write({crud_ord, after_restart, 1}),
     ?assertEqual([{crud_ord, after_restart, 1}], mnesia:dirty_read(crud_ord, after_restart)).
