@@ -359,13 +359,12 @@ recover(Tab, #{phase := Phase, replicas := Replicas} = Entry) ->
             %% that disagree: the entry cannot say what to do.
             [{#{frag := F}, _} | _] = [D || {_, A} = D <- Decided, A =:= unexpected] ++ Decided,
             #{from := From, to := To} = hd(Replicas),
-            {error, {fraghash, unexpected_copies,
-                     lists:flatten(
-                       io_lib:format("~s's move from ~s to ~s (~s) found ~s with copies ~0p, "
-                                     "which it neither started from nor makes: check the "
-                                     "table's copies, then delete its journal entry "
-                                     "(fraghash_journal:delete(~s))",
-                                     [Tab, From, To, Phase, F, copies(F), Tab]))}}
+            {error, fraghash_error:new(unexpected_copies,
+                                       "~s's move from ~s to ~s (~s) found ~s with copies ~0p, "
+                                       "which it neither started from nor makes: check the "
+                                       "table's copies, then delete its journal entry "
+                                       "(fraghash_journal:delete(~s))",
+                                       [Tab, From, To, Phase, F, copies(F), Tab])}
     end.
 
 %%% Drain and rebalance
@@ -499,4 +498,4 @@ frag_number(Frag) ->
     end.
 
 refuse(Reason, Format, Args) ->
-    {aborted, {fraghash, Reason, lists:flatten(io_lib:format(Format, Args))}}.
+    {aborted, fraghash_error:new(Reason, Format, Args)}.
