@@ -331,7 +331,7 @@ send_chunks(Owner, OwnerRef, {Storage, Spec, AtReader} = Read, {Results, Cont}) 
 %% A dets fragment's slots from `Slot' on, read until a chunk's worth of
 %% results (or the last slot) is gathered, then sent.
 send_slots(Owner, OwnerRef, {Frag, Compiled, AtReader} = Read, Slot) ->
-    case read_slots(Frag, Compiled, Slot, []) of
+    case read_slots(Frag, Compiled, Slot, [], 0) of
         {done, []} ->
             ok;
         {done, Results} ->
@@ -344,14 +344,18 @@ send_slots(Owner, OwnerRef, {Frag, Compiled, AtReader} = Read, Slot) ->
             end
     end.
 
-read_slots(_Frag, _Compiled, Slot, Acc) when length(Acc) >= ?CHUNK ->
+%% `Count' is the length of `Acc', kept rather than measured at each slot.
+read_slots(_Frag, _Compiled, Slot, Acc, Count) when Count >= ?CHUNK ->
     {Slot, Acc};
-read_slots(Frag, Compiled, Slot, Acc) ->
+read_slots(Frag, Compiled, Slot, Acc, Count) ->
     case dets:slot(Frag, Slot) of
-        '$end_of_table' -> {done, Acc};
-        {error, Reason} -> exit({select_failed, Reason});
-        Objects -> read_slots(Frag, Compiled, Slot + 1,
-                              ets:match_spec_run(Objects, Compiled) ++ Acc)
+        '$end_of_table' ->
+            {done, Acc};
+        {error, Reason} ->
+            exit({select_failed, Reason});
+        Objects ->
+            Results = ets:match_spec_run(Objects, Compiled),
+            read_slots(Frag, Compiled, Slot + 1, Results ++ Acc, Count + length(Results))
     end.
 
 %% Sends a chunk to the owner: `next' once it asks for the next one,
