@@ -68,7 +68,7 @@ copy_all(Where, Watcher, Progress) ->
                              Copied = copy_chunk(Where, S, Route, Chunk),
                              ok = Progress(length(Chunk), Copied),
                              case (Count + 1) rem ?DRAIN_EVERY of
-                                 0 -> _ = copy_touched(Where, Watcher), ok;
+                                 0 -> _ = copy_touched(Where, Watcher, locked), ok;
                                  _ -> ok
                              end,
                              Count + 1
@@ -80,7 +80,7 @@ copy_all(Where, Watcher, Progress) ->
 rounds(_Where, _Watcher, 0) ->
     ok;
 rounds(Where, Watcher, Left) ->
-    case copy_touched(Where, Watcher) of
+    case copy_touched(Where, Watcher, locked) of
         none -> ok;
         ok -> rounds(Where, Watcher, Left - 1)
     end.
@@ -92,17 +92,17 @@ rounds(Where, Watcher, Left) ->
 %% Its reads take no lock: the fence holds them all.
 -spec last_copy(where(), fraghash_frag_watch:watch()) -> ok.
 last_copy(Where, Watcher) ->
-    case touched(Where, Watcher) of
-        [] -> ok;
-        Items -> copy_items(Where, Items, fenced)
+    case copy_touched(Where, Watcher, fenced) of
+        none -> ok;
+        ok -> ok
     end.
 
-%% Copies what writers touched since the last take: `none' when they
-%% touched nothing.
-copy_touched(Where, Watcher) ->
+%% Copies what writers touched since the last take, read as `Reading'
+%% says (copy_items/3): `none' when they touched nothing.
+copy_touched(Where, Watcher, Reading) ->
     case touched(Where, Watcher) of
         [] -> none;
-        Items -> copy_items(Where, Items, locked)
+        Items -> copy_items(Where, Items, Reading)
     end.
 
 %% A chunk of source `S''s records, read by the bulk copy. One record per
