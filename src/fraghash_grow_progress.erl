@@ -11,7 +11,10 @@
 %% node running it), `started' (its start, `erlang:system_time(millisecond)'),
 %% `elapsed_ms', `scanned' (records of its sources read in this phase),
 %% `to_scan' (the records its sources held when the phase began), `written'
-%% (records copied, or deleted from the sources while cleaning).
+%% (records copied, or deleted from the sources while cleaning). A move's
+%% `copying' counts the records of the fragments it moves as `to_scan' and
+%% what their new copies hold so far, counted once a second while Mnesia
+%% loads them, as `written'.
 -module(fraghash_grow_progress).
 
 -export([start/3, phase/3, chunk/3, stop/1, read/1, set_hook/1]).

@@ -195,7 +195,9 @@ phase(copying, Tab, #{replicas := Replicas} = Entry) ->
     %% Files or a backend's table a copy of that name left on `To' would
     %% become the new copy's contents.
     [ok = forget_on(To, F) || #{frag := F, to := To} <- Replicas],
-    case add_copies(Replicas, []) of
+    ok = fraghash_grow_progress:phase(Tab, copying,
+                                      lists:sum([records(F) || #{frag := F} <- Replicas])),
+    case add_copies(Tab, Replicas, []) of
         ok ->
             step(Tab, move_copied),
             ok = complete(Replicas),
@@ -215,13 +217,46 @@ phase(dropping, Tab, #{replicas := Replicas} = Entry) ->
     ok = finish(Tab, Entry),
     done.
 
-add_copies([], _Added) ->
+add_copies(_Tab, [], _Added) ->
     ok;
-add_copies([#{frag := F, to := To, type := Type} = R | Rest], Added) ->
-    case mnesia:add_table_copy(F, To, Type) of
-        {atomic, ok} -> add_copies(Rest, [R | Added]);
+add_copies(Tab, [#{frag := F, to := To, type := Type} = R | Rest], Added) ->
+    case add_copy(Tab, F, To, Type) of
+        {atomic, ok} -> add_copies(Tab, Rest, [R | Added]);
         {aborted, Reason} -> {aborted, Reason, Added}
     end.
+
+%% `mnesia:add_table_copy(F, To, Type)', in a process linked to this one
+%% (so that it dies with the operation, as a call made here would), while
+%% this one counts the records the new copy holds once a second for the
+%% operation's progress: a long load shows whether it advances.
+add_copy(Tab, F, To, Type) ->
+    Self = self(),
+    Adder = spawn_link(fun() -> Self ! {self(), added, mnesia:add_table_copy(F, To, Type)} end),
+    await_copy(Tab, F, To, Adder, 0).
+
+await_copy(Tab, F, To, Adder, Counted) ->
+    receive
+        {Adder, added, Result} ->
+            fraghash_grow_progress:chunk(Tab, 0, max(0, loaded_on(To, F) - Counted)),
+            Result
+    after 1000 ->
+            Now = loaded_on(To, F),
+            fraghash_grow_progress:chunk(Tab, 0, max(0, Now - Counted)),
+            await_copy(Tab, F, To, Adder, max(Now, Counted))
+    end.
+
+%% The records `Node''s copy of `F' holds so far, as its storage counts
+%% them while Mnesia loads it (0 when it cannot tell).
+loaded_on(Node, F) ->
+    case rpc:call(Node, mnesia_lib, val, [{F, storage_type}], 5000) of
+        T when T =:= ram_copies; T =:= disc_copies -> count(rpc:call(Node, ets, info, [F, size], 5000));
+        disc_only_copies -> count(rpc:call(Node, dets, info, [F, size], 5000));
+        {ext, Alias, Mod} -> count(rpc:call(Node, Mod, info, [Alias, F, size], 5000));
+        _ -> 0
+    end.
+
+count(N) when is_integer(N) -> N;
+count(_) -> 0.
 
 %% The old copy of replica `R' goes.
 drop_old(#{frag := F, from := From}) ->

@@ -80,9 +80,21 @@ under_writers(Storage) ->
     Writers = [writer(N, Tab, W) || {W, N} <- [{0, A}, {1, B}]],
     timer:sleep(500),
     Records = rpc:call(A, mnesia, table_info, [Frag, size]),
+    Test = self(),
+    ok = rpc:call(A, fraghash_frag, set_step_hook,
+                  [fun(T, move_copied) when T =:= Tab -> Test ! {ops, fraghash_frag:operations()};
+                      (_, _) -> ok
+                   end]),
     T0 = erlang:monotonic_time(millisecond),
     ?assertEqual({atomic, ok}, rpc:call(A, fraghash_frag, move_replica, [Frag, A, C], 120000)),
     Ms = erlang:monotonic_time(millisecond) - T0,
+    ok = rpc:call(A, fraghash_frag, set_step_hook, [undefined]),
+    %% Once the copy is loaded, the operation's progress counts what it
+    %% holds against what the fragment held (writers only add keys).
+    Ops = receive {ops, O} -> O after 0 -> [] end,
+    ?assertMatch([#{op := move, phase := copying}], [Op || #{table := T} = Op <- Ops, T =:= Tab]),
+    [#{to_scan := ToCopy, written := Copied}] = [Op || #{table := T} = Op <- Ops, T =:= Tab],
+    ?assert(ToCopy >= Records andalso Copied >= ToCopy),
     timer:sleep(500),
     Acked = stop_writers(Writers),
     fraghash_test_support:report("~s: ~s (~b records) moved in ~b ms under two writers "
