@@ -7,8 +7,9 @@
 #   move       fraghash_frag:move_replica/3 of a disc_copies fragment of
 #              1,000,000 records (100-byte values; 2 fragments of that size,
 #              one on each of two nodes) from one node to the other, against
-#              Mnesia's own mnesia:add_table_copy of it on the idle table,
-#              in the same run just before
+#              Mnesia's own move by hand on the idle table, in the same run
+#              just before: mnesia:add_table_copy onto the other node, then
+#              mnesia:del_table_copy of the first (the move takes it back)
 #   rebalance  fraghash_frag:rebalance/1 of a disc_copies table of
 #              3,000,000 records in 32 fragments of one copy each, from two
 #              nodes to three (the third added to the node pool), with the
@@ -18,7 +19,8 @@
 # (default /tmp), removed afterwards. Prints a Markdown table per case
 # (and a JSON object per row with --json), with the load averages before
 # and after each case. The columns' meanings:
-# bench/mnesia/fraghash_bench_move.erl.
+# bench/mnesia/fraghash_bench_move.erl; comment lines time the steps and
+# Mnesia's calls (fraghash_bench_trace.erl).
 #
 # Usage: bench/mnesia/move-load.sh [--quick] [--case move,rebalance] [--json]
 #   default   the sizes above: minutes per case, about 2 GB of memory
