@@ -18,14 +18,12 @@
 %% `fraghash_frag:move_replica(moved, Away, Home)', which does the same
 %% two, journaled, with its waits.</li>
 %% <li>`rebalance': nodes `b', `c' and `d', 32 fragments holding keys 1 to
-%% `Records' (as the hash spreads them: the fragments' sizes differ a
-%% little), 16 on `b', 16 on `c'; `d' joins the node pool, then
-%% `fraghash_frag:rebalance(rebalanced)' runs under the load. One copy a
-%% fragment: a fragment is then 1/32 of the table, 9.4% of a node's mean
-%% share of three, less than the band's width (20% of the mean), so some
-%% count of fragments always lands a node in it; with two copies a node's
-%% share doubles and a fragment is 4.7% of it, easier still, for twice the
-%% records moved.</li>
+%% `Records' (their sizes as the hash spreads them), 16 on `b', 16 on `c';
+%% `d' joins the node pool, then `fraghash_frag:rebalance(rebalanced)'
+%% runs under the load. One copy a fragment: a fragment, 9.4% of a node's
+%% mean share of three, is narrower than the band (20% of the mean), so
+%% some count of them lands each node in it; two copies would make that
+%% 4.7%, for twice the records moved.</li>
 %% </ul>
 %% The load (`fraghash_bench_relieve:start_load/3', on the bench node), 3 s
 %% before the operation, through it, and until every write under way at
@@ -74,13 +72,11 @@
 -define(TOLERANCE, 0.1).
 -define(CALL_MS, 3600000).
 %% The calls timed on every node during an operation, to say where writers
-%% wait: the loader's dump of a new disc_copies copy (`ets2dcd', on the
-%% node receiving it) and the sender's transaction that read-locks the
-%% table until the receiver's load ends (`finish_copy/5'); a schema
-%% transaction's locks, its prepare on each node (with its dump of the log
-%% and its wait for the dumper) and its changes applied (a deleted copy's
-%% table and files going among them); the dumper's runs; the move's own
-%% calls on the bench node.
+%% wait and time goes: Mnesia's loader (the receiver's dump of a new
+%% disc_copies copy, `ets2dcd', under the sender's read lock held by
+%% `finish_copy/5'), a schema commit's parts (locks, prepare, dump and
+%% dumper lock, changes applied, a deleted copy's table and files), the
+%% dumper's runs, the move's own calls.
 -define(TRACED, [{mnesia_log, ets2dcd, 1}, {mnesia_loader, finish_copy, 5},
                  {mnesia_controller, wait_for_schema_commit_lock, 0},
                  {mnesia_controller, sync_dump_log, 1}, {mnesia_dumper, opt_dump_log, 1},
@@ -160,11 +156,9 @@ load(Tab, FragKeys, Nodes) ->
                                                                      Work =/= []],
     [ok = erpc:receive_response(R, ?CALL_MS) || R <- Requests],
     ok = quiet(Nodes),
-    %% The dump left every record in each fragment's log file (.DCL), which
-    %% Mnesia's next dump, the one a schema commit makes, would rewrite into
-    %% the fragments' .DCD files, all of them, within the first operation
-    %% measured: it is done now, as a table written long ago has it done.
-    %% (Mnesia's own call for it, which its `dump_tables' uses.)
+    %% Every record is in its fragment's .DCL file now, which the next
+    %% schema commit's dump would rewrite into .DCD files within the first
+    %% operation measured: done now, as for a table written long ago.
     [dumped = rpc:call(N, mnesia_controller, snapshot_dcd, [[F || {F, _} <- Work]], ?CALL_MS)
      || {N, Work} <- ByNode, Work =/= []],
     io:format(standard_error, "loaded ~b records in ~.1f s~n",
@@ -498,8 +492,7 @@ print_rebalance(Format, R) ->
               [thousands(maps:get(records, R)), maps:get(frags, R), maps:get(wall_s, R),
                maps:get(moves, R), thousands(Moved), Minimum, Ratio, Loads,
                maps:get(within, R), load_cells(R), rss_cell(R)]),
-    json(Format, R#{moved_over_minimum => Ratio, loads => lists:flatten(Loads),
-                    within => maps:get(within, R)}).
+    json(Format, R#{moved_over_minimum => Ratio, loads => lists:flatten(Loads)}).
 
 sign(X) when X >= 0 -> "+";
 sign(_) -> "".
@@ -517,7 +510,8 @@ load_cells(R) ->
                    thousands(maps:get(failures, R))]).
 
 rss_cell(#{rss := Peaks}) ->
-    lists:flatten(lists:join(", ", [io_lib:format("~s ~b (+~b)", [short(N), round(P), round(P - S)])
+    lists:flatten(lists:join(", ", [io_lib:format("~s ~b (~s~b)", [short(N), round(P),
+                                                                   sign(P - S), round(P - S)])
                                     || {N, P, S} <- Peaks])).
 
 %% A peer's letter (`fhmove_b_123@localhost' is `b').
