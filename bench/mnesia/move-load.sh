@@ -7,9 +7,9 @@
 #   move       fraghash_frag:move_replica/3 of a disc_copies fragment of
 #              1,000,000 records (100-byte values; 2 fragments of that size,
 #              one on each of two nodes) from one node to the other, against
-#              Mnesia's own move by hand on the idle table, in the same run
-#              just before: mnesia:add_table_copy onto the other node, then
-#              mnesia:del_table_copy of the first (the move takes it back)
+#              Mnesia's own mnesia:add_table_copy (and del_table_copy) of it
+#              on the idle table, in the same run just before; the move
+#              of the copy written record by record, and back
 #   rebalance  fraghash_frag:rebalance/1 of a disc_copies table of
 #              3,000,000 records in 32 fragments of one copy each, from two
 #              nodes to three (the third added to the node pool), with the
