@@ -44,6 +44,8 @@
 -module(fraghash_bench_relieve).
 
 -export([run/5, run/6]).
+%% The load, the figures and the reports, shared with fraghash_bench_move.
+-export([start_load/3, figures/4, status_kb/1, json/1]).
 
 -define(FRAGS, 8).
 -define(WRITERS, 4).
@@ -363,7 +365,8 @@ create_scratch(?REDB) ->
 largest_journal_record() ->
     ets:foldl(fun(R, Max) -> max(erlang:external_size(R), Max) end, 0, fraghash_journal).
 
-%% The resident set figure `Name' (VmRSS, VmHWM) of this VM, in kB.
+%% @doc The resident set figure `Name' (VmRSS, VmHWM) of this VM, in kB.
+-spec status_kb(string()) -> non_neg_integer().
 status_kb(Name) ->
     {ok, B} = file:read_file("/proc/self/status"),
     [Line] = [L || L <- string:split(binary_to_list(B), "\n", all), lists:prefix(Name, L)],
@@ -391,12 +394,24 @@ stop_log_watch(Pid) ->
 %%% The load
 
 start_load(Value) ->
+    start_load(?TAB, fun() -> key(?HOT_PERCENT) end, Value).
+
+%% @doc Starts the load on fragmented table `Tab': 4 writers writing
+%% `{Tab, Key, Value}' in transactions through `mnesia_frag', 2,000 writes/s
+%% in all, and a reader at 500 reads/s (`async_dirty'), each key
+%% `KeyFun()'. Stopped by `fraghash_bench_growth:stop_load/1', which
+%% returns `{Writes, Reads}' for {@link figures/4}.
+-spec start_load(atom(), fun(() -> term()), binary()) -> {atomics:atomics_ref(), [pid()], pid()}.
+start_load(Tab, KeyFun, Value) ->
     Stop = atomics:new(1, []),
     Parent = self(),
     Period = ?WRITERS * 1000000 div ?WRITE_RATE,
-    Writers = [spawn_link(fun() -> writer(Parent, Value, Stop, Period, now_us(), []) end)
+    Writers = [spawn_link(fun() -> writer(Parent, Tab, KeyFun, Value, Stop, Period, now_us(), [])
+                          end)
                || _ <- lists:seq(1, ?WRITERS)],
-    Reader = spawn_link(fun() -> reader(Parent, Stop, 1000000 div ?READ_RATE, now_us(), []) end),
+    Reader = spawn_link(fun() -> reader(Parent, Tab, KeyFun, Stop, 1000000 div ?READ_RATE,
+                                        now_us(), [])
+                        end),
     {Stop, Writers, Reader}.
 
 %% A random existing key: of fragment 1 `HotPercent' times in 100.
@@ -410,34 +425,36 @@ key(HotPercent) ->
 %% Each writer keeps `{StartUs, EndUs, ok | failed}' per write; it begins
 %% one every `Period' µs, at once after one that took longer (without
 %% making up the ones missed).
-writer(Parent, Value, Stop, Period, Next, Acc) ->
+writer(Parent, Tab, KeyFun, Value, Stop, Period, Next, Acc) ->
     case atomics:get(Stop, 1) of
         1 ->
             Parent ! {writes, self(), Acc};
         0 ->
-            K = key(?HOT_PERCENT),
+            K = KeyFun(),
             T0 = now_us(),
-            Outcome = try mnesia:activity(transaction, fun() -> mnesia:write({?TAB, K, Value}) end,
+            Outcome = try mnesia:activity(transaction, fun() -> mnesia:write({Tab, K, Value}) end,
                                           [], mnesia_frag) of
                           ok -> ok
                       catch
                           _:_ -> failed
                       end,
             T1 = now_us(),
-            writer(Parent, Value, Stop, Period, pace(Next, Period, T1), [{T0, T1, Outcome} | Acc])
+            writer(Parent, Tab, KeyFun, Value, Stop, Period, pace(Next, Period, T1),
+                   [{T0, T1, Outcome} | Acc])
     end.
 
 %% The reader keeps `{StartUs, hit | miss | failed}' per read, at its pace
 %% as the writers keep theirs.
-reader(Parent, Stop, Period, Next, Acc) ->
+reader(Parent, Tab, KeyFun, Stop, Period, Next, Acc) ->
     case atomics:get(Stop, 1) of
         1 ->
             Parent ! {reads, self(), Acc};
         0 ->
-            K = key(?HOT_PERCENT),
+            K = KeyFun(),
             T0 = now_us(),
-            Outcome = fraghash_bench_growth:read_once(?TAB, K),
-            reader(Parent, Stop, Period, pace(Next, Period, now_us()), [{T0, Outcome} | Acc])
+            Outcome = fraghash_bench_growth:read_once(Tab, K),
+            reader(Parent, Tab, KeyFun, Stop, Period, pace(Next, Period, now_us()),
+                   [{T0, Outcome} | Acc])
     end.
 
 %% Sleeps until the next start, `Period' µs after the last one (or none
@@ -456,6 +473,14 @@ stop_load(Load) ->
 
 %%% The figures
 
+%% @doc The load's figures over the operation that ran from `T0' to `T1'
+%% (µs, `erlang:monotonic_time'): `writes' completed during it,
+%% `write_rate_vs_before' (their rate ÷ that of the 3 s before),
+%% `longest_write_ms' and `p99_write_ms' among the writes that overlapped
+%% it, the reader's `reads' and `misses' begun during it, and `failures'
+%% (reads that raised, writes that aborted).
+-spec figures([{integer(), integer(), ok | failed}], [{integer(), atom()}], integer(),
+              integer()) -> map().
 figures(Writes, Reads, T0, T1) ->
     Before = [W || {S, _, ok} = W <- Writes, S < T0, S >= T0 - ?BEFORE_MS * 1000],
     %% Writes that overlapped the operation: begun before its end, ended
@@ -497,7 +522,8 @@ print(Format, R) ->
 storage_name(?REDB) -> "redb_copies";
 storage_name(S) -> atom_to_list(S).
 
-%% A flat map of atoms, numbers and strings as one line of JSON.
+%% @doc A flat map of atoms, numbers and strings as one line of JSON.
+-spec json(map()) -> iolist().
 json(Map) ->
     Fields = [io_lib:format("\"~s\": ~s", [K, json_value(V)]) || {K, V} <- lists:sort(maps:to_list(Map))],
     ["{", lists:join(", ", Fields), "}"].
