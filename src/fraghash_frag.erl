@@ -267,8 +267,8 @@ set_step_hook(Fun) -> fraghash_tab:set_step_hook(Fun).
 %% operations. Refused (`{aborted, {fraghash, Reason, Text}}') for a node
 %% not in the pool (`node_not_in_pool'), `From' holding no copy
 %% (`not_held'), `To' holding one (`already_held'), a node where Mnesia
-%% does not run (`holders_not_running'; for `redb_copies', any node of
-%% the schema: `nodes_not_running'). See docs/mnesia-cluster.md.
+%% does not run (`holders_not_running'; any other node of the schema:
+%% `nodes_not_running'). See docs/mnesia-cluster.md.
 -spec move_replica(atom(), node(), node()) -> {atomic, ok} | {aborted, term()}.
 move_replica(Frag, From, To) ->
     when_running(fun() ->

@@ -125,30 +125,26 @@ replicas(Tab, Frag, From, To) ->
 
 %% Runs a move of `Replicas' (one fragment number, one pair of nodes):
 %% refused while a node holding one of them, or `To', does not run Mnesia
-%% with this node; and for a copy of an external backend (`redb_copies'),
-%% while any node of the schema does not: Mnesia 4.21.3 cannot merge, at
-%% a node's next start, a schema whose external copies of a table differ
-%% from its own (`mnesia_schema:change_storage_type/3' has no case for
-%% them), so a node that misses the change could not start again. Else
-%% journaled and run.
+%% with this node, and while any other node of the schema does not: a
+%% node that misses a move's schema changes brings, at its next start,
+%% the copy the move deleted back into every node's schema (Mnesia 4.21.3
+%% merges two schemas by joining the holders each lists), listed on a node
+%% that never loads it; for a copy of an external backend (`redb_copies')
+%% it cannot start at all (`mnesia_schema:change_storage_type/3' has no
+%% case for such a difference). Else journaled and run.
 run_move(_Tab, []) ->
     {atomic, ok};
 run_move(Tab, [#{from := From, to := To} | _] = Replicas) ->
     Frags = [F || #{frag := F} <- Replicas],
     Running = mnesia:system_info(running_db_nodes),
-    External = [T || #{type := T} <- Replicas,
-                     not lists:member(T, [ram_copies, disc_copies, disc_only_copies])],
     Holders = lists:usort([From, To | lists:append([[H || {H, _} <- copies(F)] || F <- Frags])]),
-    Others = case External of
-                 [] -> [];
-                 [_ | _] -> lists:usort(mnesia:system_info(db_nodes)) -- Holders
-             end,
+    Others = lists:usort(mnesia:system_info(db_nodes)) -- Holders,
     case {Holders -- Running, Others -- Running} of
         {[], [_ | _] = Down} ->
             refuse(nodes_not_running, "Mnesia is not running with this node on ~0p: a node "
-                   "that misses the change of a ~s copy cannot merge its schema at its next "
-                   "start (Mnesia 4.21.3), so ~s's move of ~0p waits: start Mnesia there, then "
-                   "move again", [Down, hd(External), Tab, Frags]);
+                   "that misses a move's schema changes brings the deleted copy back into the "
+                   "schema at its next start (Mnesia 4.21.3), so ~s's move of ~0p waits: start "
+                   "Mnesia there, then move again", [Down, Tab, Frags]);
         {[], []} ->
             Entry = #{op => move, version => ?VERSION, phase => copying, replicas => Replicas,
                       node => node(), started => erlang:system_time(millisecond)},
@@ -338,6 +334,7 @@ active(F, Except, Deadline) ->
 finish(Tab, #{replicas := Replicas}) ->
     [ok = forget_on(From, F) || #{frag := F, from := From} <- Replicas],
     ok = schema_durable(Replicas),
+    ok = schema_everywhere(Replicas),
     step(Tab, move_done),
     fraghash_journal:delete(Tab).
 
@@ -348,6 +345,7 @@ undo(Tab, #{replicas := Replicas}, Added) ->
     [ok = drop_copy(F, To) || #{frag := F, to := To} <- Added],
     [ok = forget_on(To, F) || #{frag := F, to := To} <- Replicas],
     ok = schema_durable(Replicas),
+    ok = schema_everywhere(Replicas),
     fraghash_journal:delete(Tab).
 
 %% What the fragments hold, and the schema (every copy deleted), durable on
@@ -357,6 +355,26 @@ undo(Tab, #{replicas := Replicas}, Added) ->
 %% entry is gone no recovery would delete it again.
 schema_durable(Replicas) ->
     fraghash_durable:tables([schema | [F || #{frag := F} <- Replicas]]).
+
+%% Every node of the schema runs Mnesia with this one, so every node has
+%% the move's schema changes and, with `schema_durable/1' before, keeps
+%% them. A node down since the move began, or killed during it, may not
+%% (a kill after a `del_table_copy' committed, before the node's disc kept
+%% it): at its start it would list the deleted copy again, on a node that
+%% never loads it, and only the entry lets recovery delete it. So the
+%% entry stays until every node runs.
+schema_everywhere(Replicas) ->
+    case mnesia:system_info(db_nodes) -- mnesia:system_info(running_db_nodes) of
+        [] ->
+            ok;
+        Down ->
+            error({fraghash, nodes_not_running,
+                   lists:flatten(
+                     io_lib:format("Mnesia is not running with this node on ~0p, which may "
+                                   "have missed the move of ~0p: start Mnesia there, then "
+                                   "fraghash_frag:recover/0 finishes the move",
+                                   [Down, [F || #{frag := F} <- Replicas]]))})
+    end.
 
 %% What a table named `F' left on `Node', which holds no copy of it: its
 %% files in Mnesia's directory, its table in a backend's store. A node

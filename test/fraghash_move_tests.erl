@@ -201,11 +201,22 @@ refusals() ->
                                                       {hash_module, mnesia_frag_slots}]}]]),
     [{RdbFrom, redb_copies}] = holders(A, Rdb),
     [RdbTo] = [A, B] -- [RdbFrom],
+    %% And a disc_copies one.
+    Dsc = mv_refusals_disc,
+    {atomic, ok} = rpc:call(A, mnesia, create_table,
+                            [Dsc, [{frag_properties, [{n_fragments, 1}, {node_pool, [A, B]},
+                                                      {n_disc_copies, 1},
+                                                      {hash_module, mnesia_frag_slots}]}]]),
+    [{DscFrom, disc_copies}] = holders(A, Dsc),
+    [DscTo] = [A, B] -- [DscFrom],
     stopped = rpc:call(C, mnesia, stop, []),
-    %% C holds nothing of it, but would miss the change of its external
-    %% copies, which Mnesia could not merge at C's next start.
+    %% C holds nothing of them, but would miss the changes of their copies:
+    %% Mnesia could not merge the external ones at C's next start, and would
+    %% list the deleted disc_copies copy again.
     ?assertMatch({aborted, {fraghash, nodes_not_running, _}},
                  rpc:call(A, fraghash_frag, move_replica, [Rdb, RdbFrom, RdbTo], 60000)),
+    ?assertMatch({aborted, {fraghash, nodes_not_running, _}},
+                 rpc:call(A, fraghash_frag, move_replica, [Dsc, DscFrom, DscTo], 60000)),
     ?assertMatch({aborted, {fraghash, holders_not_running, _}},
                  rpc:call(A, fraghash_frag, move_replica, [F2, A, C], 60000)),
     ?assertMatch({aborted, {fraghash, node_not_running, _}},
