@@ -55,12 +55,8 @@ for c in $(echo "$cases" | tr ',' ' '); do
         *) echo "unknown case: $c" >&2; usage ;;
     esac
 done
-if [ -n "${FRAGHASH_BENCH_LIB:-}" ]; then
-    lib=$FRAGHASH_BENCH_LIB
-else
-    (cd "$root" && rebar3 as bench compile >&2)
-    lib="$root/_build/bench/lib/fraghash"
-fi
+. "$root/bench/mnesia/bench-lib.sh"
+lib=$(bench_lib "$root")
 for c in $(echo "$cases" | tr ',' ' '); do
     case "$c" in
         move) records=$move_records ;;

@@ -54,12 +54,8 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-if [ -n "${FRAGHASH_BENCH_LIB:-}" ]; then
-    lib=$FRAGHASH_BENCH_LIB
-else
-    (cd "$root" && rebar3 as bench compile >&2)
-    lib="$root/_build/bench/lib/fraghash"
-fi
+. "$root/bench/mnesia/bench-lib.sh"
+lib=$(bench_lib "$root")
 case $kind in
     relieve) read="fragment 1 records | fragment 1 MB" ;;
     rehash) read="records | MB" ;;
