@@ -292,6 +292,7 @@ run_op(rehash) ->
              after fraghash_frag:set_step_hook(undefined)
              end,
     {atomic, ok} = Result,
+    print_steps(rehash),
     {Moving, atomics:get(Spent, 1), atomics:get(Spent, 2)};
 run_op(relieve) ->
     Spent = atomics:new(2, []),
@@ -305,8 +306,24 @@ run_op(relieve) ->
              after fraghash_frag:set_step_hook(undefined)
              end,
     {atomic, ok} = Result,
+    print_steps(relieve),
     {mnesia:table_info(fraghash_frag:frag_name(?TAB, N + 1), size),
      atomics:get(Spent, 1), atomics:get(Spent, 2)}.
+
+%% Prints, as a comment, when the operation reached each of its steps
+%% (seconds from its start; the hook runs in the operation's process, this
+%% one when it is called here): how its time splits between copying,
+%% switching and cleaning.
+print_steps(Op) ->
+    Steps = collect_steps([]),
+    io:format("<!-- ~s steps, s from its start: ~s -->~n",
+              [Op, lists:join(", ", [io_lib:format("~s ~.1f", [S, Ms / 1000])
+                                    || {S, Ms} <- Steps])]).
+
+collect_steps(Acc) ->
+    receive {bench_step, Step, Ms} -> collect_steps([{Step, Ms} | Acc])
+    after 0 -> lists:reverse(Acc)
+    end.
 
 frags(N) ->
     [fraghash_frag:frag_name(?TAB, F) || F <- lists:seq(1, N)].
@@ -316,7 +333,10 @@ frags(N) ->
 %% holds every record the operation writes to it. `Spent' keeps the time
 %% that took (µs, left out of the wall time) and the largest size.
 journal_hook(Spent) ->
+    T0 = erlang:monotonic_time(millisecond),
+    Steps = self(),
     fun(_Tab, Step) ->
+            Steps ! {bench_step, Step, erlang:monotonic_time(millisecond) - T0},
             case lists:member(Step, [grow_switched, grow_done]) of
                 true ->
                     {Us, Bytes} = timer:tc(fun largest_journal_record/0),
