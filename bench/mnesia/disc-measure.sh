@@ -16,7 +16,7 @@
 #                                       or all; a few minutes at the
 #                                       defaults, an hour or more at
 #                                       3000000 records and all modules)
-#   bench/mnesia/disc-measure.sh redb [--full | --big | RECORDS...]
+#   bench/mnesia/disc-measure.sh redb [--peer rocksdb] [--full | --big | RECORDS...]
 #                                       the redb_copies backend against
 #                                       disc_only_copies and disc_copies on a
 #                                       set table of records of ~100 bytes:
@@ -34,11 +34,24 @@
 #                                       2 GB), then grown to two fragments
 #                                       with fraghash_frag:add_frag/2; an hour
 #                                       or more, several GB of disc: not for
-#                                       CI)
+#                                       CI); --peer rocksdb (or
+#                                       FRAGHASH_BENCH_ROCKSDB=DIR) adds
+#                                       aeternity's mnesia_rocksdb
+#                                       (rocksdb_copies) as a fourth type,
+#                                       built beforehand by
+#                                       bench/peer/build-mnesia-rocksdb.sh
+#                                       into DIR (default _build/peer), with
+#                                       the ratios redb ÷ rocksdb and a phase
+#                                       of 1,000,000 overwrites
+#                                       (fraghash_bench_peer)
 # Environment: scripts/build-nif.sh's variables; for redb,
 # FRAGHASH_REDB_BENCH_STORAGE (comma-separated storage types, default all
 # three) and FRAGHASH_REDB_CACHE_BYTES (redb's page cache, default an
-# eighth of the machine's memory, 64 MiB to 1 GiB); for growth, FRAGHASH_BENCH_DUMP_THRESHOLD (Mnesia's
+# eighth of the machine's memory, 64 MiB to 1 GiB; RocksDB's block cache
+# gets the same), FRAGHASH_REDB_BENCH_OVERWRITES (records overwritten
+# after the reopen before the disc is measured again; default 1000000 with
+# the peer, else none) and FRAGHASH_BENCH_ROCKSDB_OPTS (further
+# mnesia_rocksdb rocksdb_opts, an Erlang list); for growth, FRAGHASH_BENCH_DUMP_THRESHOLD (Mnesia's
 # dump_log_write_threshold, default 1000) and FRAGHASH_BENCH_WRITE_RATE
 # (the writers' pace, writes/s in all; back to back by default). The tables live in TMPDIR
 # (default /tmp): the figures are that file system's.
@@ -77,9 +90,25 @@ case "$what" in
         shift
         storage=redb_copies,disc_only_copies,disc_copies
         opts=
+        overwrites=0
+        if [ "${1:-}" = --peer ]; then
+            [ "${2:-}" = rocksdb ] || { echo "$0: --peer takes rocksdb" >&2; exit 2; }
+            FRAGHASH_BENCH_ROCKSDB=${FRAGHASH_BENCH_ROCKSDB:-$root/_build/peer}
+            shift 2
+        fi
+        if [ -n "${FRAGHASH_BENCH_ROCKSDB:-}" ]; then
+            [ -d "$FRAGHASH_BENCH_ROCKSDB/mnesia_rocksdb/ebin" ] || {
+                echo "$0: no mnesia_rocksdb build in $FRAGHASH_BENCH_ROCKSDB:" \
+                     "run bench/peer/build-mnesia-rocksdb.sh first" >&2; exit 1; }
+            export FRAGHASH_BENCH_ROCKSDB
+            storage=$storage,rocksdb_copies
+            overwrites=1000000
+        fi
+        overwrites=${FRAGHASH_REDB_BENCH_OVERWRITES:-$overwrites}
+        [ "$overwrites" -gt 0 ] && opts="{overwrites,$overwrites}"
         case "${1:-}" in
             --full) sizes="100000,1000000" ;;
-            --big) sizes=${FRAGHASH_REDB_BENCH_BIG_RECORDS:-15000000}; storage=redb_copies; opts=grow ;;
+            --big) sizes=${FRAGHASH_REDB_BENCH_BIG_RECORDS:-15000000}; storage=redb_copies; opts="${opts:+$opts,}grow" ;;
             "") sizes=100000 ;;
             *) sizes=$(echo "$@" | tr ' ' ',') ;;
         esac
@@ -89,7 +118,7 @@ case "$what" in
         ;;
     *)
         echo "usage: $0 torture [KILLS] | relieve | growth [RECORDS] [MODULES] [REPS] [STORAGE]" \
-             "| redb [--full | --big | RECORDS...]" >&2
+             "| redb [--peer rocksdb] [--full | --big | RECORDS...]" >&2
         exit 2
         ;;
 esac

@@ -31,7 +31,10 @@
 %% transactions of ?LOAD_BATCH records (batches dealt round-robin); wall
 %% time and records/s.</li>
 %% <li>Memory after the load: `erlang:memory(total)' and the VM's resident
-%% set (`VmRSS' of `/proc/self/status'), in MB.</li>
+%% set (`VmRSS' of `/proc/self/status'), in MB; and the disc Mnesia's
+%% directory takes then, Mnesia running (as `du' below: what each engine
+%% has written by then, a log or memtable not yet folded in counting as it
+%% stands).</li>
 %% <li>Reads: one process, each read one `mnesia:read/2' in its own
 %% `mnesia:activity(async_dirty, _)', then the same in `transaction';
 %% ops/s, median and 99th percentile latency (µs) of the whole activity.</li>
@@ -47,6 +50,12 @@
 %% <li>Reopen: `mnesia:start()' until `mnesia:wait_for_tables([bench],
 %% infinity)' returns (the backend is in the schema, so Mnesia starts it
 %% itself); the table's size is checked afterwards.</li>
+%% <li>Overwrites, with `run/4''s `{overwrites, Count}': Mnesia started
+%% again, `Count' writes of random existing keys (fresh values) by
+%% ?LOADERS processes in transactions of ?LOAD_BATCH records, as the load
+%% writes; Mnesia stopped and the disc measured again as above: what the
+%% engine leaves on disc once every record has been rewritten about
+%% `Count / N' times.</li>
 %% <li>Grow, with `run/4''s `grow' (`--big'): the table's fragmentation
 %% activated with `mnesia_frag_slots', then one `fraghash_frag:add_frag/2'
 %% (half the records move to a second fragment of the same storage type);
@@ -68,9 +77,11 @@
 %%
 %% == Output ==
 %% Per size, a Markdown table: one row per figure, one column per storage
-%% type, then `redb / disc_only' and `redb / disc_copies' (the `redb_copies'
-%% figure divided by the other's; the last column says whether higher or
-%% lower is better), and one JSON line starting with `{"bench":"redb"' with
+%% type, then `redb / disc_only' and `redb / disc_copies' (and `redb /
+%% rocksdb' when `rocksdb_copies' was measured; the `redb_copies' figure
+%% divided by the other's; the last column says whether higher or lower is
+%% better), the targets against `rocksdb_copies' if it was measured
+%% ({@link fraghash_bench_peer:print_targets/1}), and one JSON line starting with `{"bench":"redb"' with
 %% every figure, for scripts.
 -module(fraghash_bench_redb).
 
@@ -96,15 +107,18 @@ run(Dir, Sizes) ->
     run(Dir, Sizes, ?ALL).
 
 %% @doc As {@link run/2} for the storage types `Storages' (a subset of
-%% `redb_copies', `disc_only_copies', `disc_copies'); a ratio whose
-%% types were not measured is printed as `-'.
+%% `redb_copies', `disc_only_copies', `disc_copies', and
+%% `rocksdb_copies': aeternity's mnesia_rocksdb, see {@link
+%% fraghash_bench_peer}); a ratio whose types were not measured is printed
+%% as `-'.
 -spec run(string(), [pos_integer()], [atom()]) -> ok.
 run(Dir, Sizes, Storages) ->
     run(Dir, Sizes, Storages, []).
 
-%% @doc As {@link run/3}; `Opts' `[grow]' adds the grow phase (see the
-%% module documentation) after the reopen.
--spec run(string(), [pos_integer()], [atom()], [grow]) -> ok.
+%% @doc As {@link run/3}; `Opts' `grow' adds the grow phase and
+%% `{overwrites, Count}' the overwrite phase (see the module documentation)
+%% after the reopen.
+-spec run(string(), [pos_integer()], [atom()], [grow | {overwrites, pos_integer()}]) -> ok.
 run(Dir, Sizes, Storages, Opts) ->
     ok = io:setopts([{encoding, unicode}]),
     io:format("~nMnesia set table, integer keys, ~b-byte random binary values; "
@@ -115,28 +129,34 @@ run(Dir, Sizes, Storages, Opts) ->
 
 one_size(Dir, N, Storages, Opts) ->
     io:format("~n~s records; load average before: ~s~n", [thousands(N), loadavg()]),
-    Peers = [{S, start_peer()} || S <- Storages],
+    Peers = [{S, start_peer(S)} || S <- Storages],
     try
         Loaded = [{S, phase_on(P, S, {load, sub(Dir, S, N), S, N})} || {S, P} <- Peers],
         %% The other phases one storage type after the other, so that all
         %% three meet the same moment of a shared machine; the order turns
         %% by one each phase.
         Phases = [read_dirty, read_tx, scan, write1, write16, reopen]
+            ++ [{overwrite, C} || {overwrites, C} <- Opts]
             ++ [grow || lists:member(grow, Opts)],
         Timed = [case lists:member(Phase, ?ROUNDED) of
                      true -> rounds(Phase, I, Peers, N);
-                     false -> [{S, phase_on(P, S, {Phase, N})} || {S, P} <- turn(Peers, I)]
+                     false -> [{S, phase_on(P, S, phase_term(Phase, N))}
+                               || {S, P} <- turn(Peers, I)]
                  end || {I, Phase} <- lists:zip(lists:seq(1, length(Phases)), Phases)],
         Results = [{S, lists:foldl(fun maps:merge/2, L,
                                    [M || Round <- Timed, {S2, M} <- Round, S2 =:= S])}
                    || {S, L} <- Loaded],
         io:format("load average after: ~s~n", [loadavg()]),
         print(N, Results),
+        fraghash_bench_peer:print_targets(Results),
         io:format("~s~n", [json(N, Results)])
     after
         [peer:stop(P) || {_, P} <- Peers],
         [file:del_dir_r(sub(Dir, S, N)) || S <- Storages]
     end.
+
+phase_term({overwrite, C}, N) -> {overwrite, N, C};
+phase_term(Phase, N) -> {Phase, N}.
 
 %% The storage types in the order of turn I: turning by one each time.
 turn(Peers, I) ->
@@ -193,9 +213,11 @@ phase_on(Peer, Storage, Phase) ->
 sub(Dir, Storage, N) ->
     filename:join(Dir, io_lib:format("~s-~b", [Storage, N])).
 
-%% A VM of its own per storage type, so that its memory is that type's.
-start_peer() ->
-    Paths = lists:usort([filename:dirname(code:which(M)) || M <- [?MODULE, fraghash_redb_copies]]),
+%% A VM of its own per storage type, so that its memory is that type's; a
+%% peer backend's code only in its own VM.
+start_peer(Storage) ->
+    Paths = lists:usort([filename:dirname(code:which(M)) || M <- [?MODULE, fraghash_redb_copies]])
+        ++ fraghash_bench_peer:code_paths(Storage),
     Args = lists:append([["-pa", P] || P <- Paths]) ++ ["-kernel", "logger_level", "error"],
     {ok, Peer, _} = peer:start_link(#{connection => standard_io, args => Args}),
     Peer.
@@ -215,13 +237,15 @@ phase({load, Dir, Storage, N}) ->
     ok = mnesia:create_schema([node()]),
     ok = mnesia:start(),
     {atomic, ok} = fraghash_redb_copies:register(),
+    Extra = fraghash_bench_peer:setup(Storage),
     {atomic, ok} = mnesia:create_table(?TAB, [{Storage, [node()]}, {type, set},
-                                              {attributes, [key, val]}]),
+                                              {attributes, [key, val]} | Extra]),
     LoadS = seconds(fun() -> load(N) end),
-    N = mnesia:table_info(?TAB, size),
+    Disc = dir_bytes(Dir),
+    N = fraghash_bench_peer:table_size(?TAB),
     true = erlang:garbage_collect(),
     io:format("  ~s: loaded in ~.1f s~n", [Storage, LoadS]),
-    #{load_s => LoadS, load_rps => N / LoadS,
+    #{load_s => LoadS, load_rps => N / LoadS, disc_loaded_mb => Disc / 1048576,
       mem_erlang_mb => erlang:memory(total) / 1048576, mem_rss_mb => rss() / 1048576};
 phase({read_dirty, N}) ->
     prefixed(read_dirty, reads(async_dirty, N));
@@ -246,9 +270,17 @@ phase({reopen, N}) ->
                               ok = mnesia:start(),
                               ok = mnesia:wait_for_tables([?TAB], infinity)
                       end),
-    N = mnesia:table_info(?TAB, size),
+    N = fraghash_bench_peer:table_size(?TAB),
     stopped = mnesia:stop(),
     #{disc_mb => Disc / 1048576, reopen_s => ReopenS};
+phase({overwrite, N, Count}) ->
+    ok = mnesia:start(),
+    ok = mnesia:wait_for_tables([?TAB], infinity),
+    S = seconds(fun() -> overwrite(N, Count) end),
+    N = fraghash_bench_peer:table_size(?TAB),
+    Dir = mnesia:system_info(directory),
+    stopped = mnesia:stop(),
+    #{overwrite_rps => Count / S, disc_overwritten_mb => dir_bytes(Dir) / 1048576};
 phase({grow, N}) ->
     ok = mnesia:start(),
     ok = mnesia:wait_for_tables([?TAB], infinity),
@@ -289,6 +321,23 @@ loader(I, Batches, N) ->
     Recs = [{?TAB, K, value()} || K <- lists:seq(From, To)],
     {atomic, ok} = mnesia:transaction(fun() -> lists:foreach(fun mnesia:write/1, Recs) end),
     loader(I + ?LOADERS, Batches, N).
+
+%% Count random keys of 1..N rewritten as load/1 writes, ?LOADERS
+%% processes, a transaction per ?LOAD_BATCH records.
+overwrite(N, Count) ->
+    Batches = (Count + ?LOAD_BATCH - 1) div ?LOAD_BATCH,
+    Parent = self(),
+    Pids = [spawn_link(fun() ->
+                               [begin
+                                    Recs = [{?TAB, rand:uniform(N), value()}
+                                            || _ <- lists:seq(1, ?LOAD_BATCH)],
+                                    {atomic, ok} = mnesia:transaction(fun() ->
+                                        lists:foreach(fun mnesia:write/1, Recs) end)
+                                end || _ <- lists:seq(I, Batches - 1, ?LOADERS)],
+                               Parent ! {overwritten, self()}
+                       end) || I <- lists:seq(0, ?LOADERS - 1)],
+    [receive {overwritten, P} -> ok end || P <- Pids],
+    ok.
 
 reads(Kind, N) ->
     Deadline = deadline(),
@@ -421,8 +470,11 @@ rows() ->
      {"write, 1 writer, p99 µs", write1_p99_us, 1, lower},
      {"write, 16 writers, writes/s", write16_ops_s, 0, higher},
      {"write, 16 writers, p99 µs", write16_p99_us, 1, lower},
+     {"disc right after load (Mnesia running), MB", disc_loaded_mb, 1, lower},
      {"disc, MB", disc_mb, 1, lower},
      {"reopen, s", reopen_s, 2, lower},
+     {"overwrites (16 × 1000-record transactions), records/s", overwrite_rps, 0, higher},
+     {"disc after the overwrites, MB", disc_overwritten_mb, 1, lower},
      {"grow to 2 fragments (mnesia_frag_slots), s", grow_s, 1, lower},
      {"grow, records moved", grow_moved, 0, higher},
      {"grow, records moved/s", grow_moved_rps, 0, higher},
@@ -430,17 +482,18 @@ rows() ->
 
 print(N, Results) ->
     Names = [S || {S, _} <- Results],
-    io:format("~n~s records~n~n| | ~s | redb / disc_only | redb / disc_copies | better |~n"
-              "|---|~s---:|---:|---|~n",
+    Others = fraghash_bench_peer:ratio_columns(Names),
+    io:format("~n~s records~n~n| | ~s | ~s | better |~n|---|~s~s---|~n",
               [thousands(N), lists:join(" | ", [atom_to_list(S) || S <- Names]),
-               lists:append(["---:|" || _ <- Names])]),
+               lists:join(" | ", [H || {_, H} <- Others]),
+               lists:append(["---:|" || _ <- Names]), lists:append(["---:|" || _ <- Others])]),
     lists:foreach(
       fun({Label, Key, Digits, Better}) ->
               Vals = [maps:get(Key, R) || {_, R} <- Results],
-              Ratio = fun(Other) -> ratio(Results, Key, Other) end,
-              io:format("| ~ts | ~s | ~s | ~s | ~s |~n",
+              io:format("| ~ts | ~s | ~s | ~s |~n",
                         [Label, lists:join(" | ", [num(V, Digits) || V <- Vals]),
-                         Ratio(disc_only_copies), Ratio(disc_copies), Better])
+                         lists:join(" | ", [ratio(Results, Key, O) || {O, _} <- Others]),
+                         Better])
       end, [Row || {_, Key, _, _} = Row <- rows(),
                    lists:all(fun({_, R}) -> maps:is_key(Key, R) end, Results)]).
 
@@ -470,7 +523,8 @@ json(N, Results) ->
     Obj = fun json_object/1,
     ["{\"bench\":\"redb\",\"records\":", integer_to_list(N), ",\"value_bytes\":",
      integer_to_list(?VALUE_BYTES), ",\"results\":{",
-     lists:join(",", [["\"", atom_to_list(S), "\":", Obj(R)] || {S, R} <- Results]), "}}"].
+     lists:join(",", [["\"", atom_to_list(S), "\":", Obj(R)] || {S, R} <- Results]), "}",
+     fraghash_bench_peer:json_ratios(Results), "}"].
 
 jnum(V) when is_integer(V) -> integer_to_list(V);
 jnum(V) -> float_to_list(V, [{decimals, 3}, compact]).
