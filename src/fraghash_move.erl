@@ -368,12 +368,11 @@ schema_everywhere(Replicas) ->
         [] ->
             ok;
         Down ->
-            error({fraghash, nodes_not_running,
-                   lists:flatten(
-                     io_lib:format("Mnesia is not running with this node on ~0p, which may "
-                                   "have missed the move of ~0p: start Mnesia there, then "
-                                   "fraghash_frag:recover/0 finishes the move",
-                                   [Down, [F || #{frag := F} <- Replicas]]))})
+            error(fraghash_error:new(nodes_not_running,
+                                     "Mnesia is not running with this node on ~0p, which may "
+                                     "have missed the move of ~0p: start Mnesia there, then "
+                                     "fraghash_frag:recover/0 finishes the move",
+                                     [Down, [F || #{frag := F} <- Replicas]]))
     end.
 
 %% What a table named `F' left on `Node', which holds no copy of it: its
