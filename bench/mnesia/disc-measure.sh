@@ -16,6 +16,10 @@
 #                                       or all; a few minutes at the
 #                                       defaults, an hour or more at
 #                                       3000000 records and all modules)
+#   bench/mnesia/disc-measure.sh bag [RECORDS]     a redb_copies bag of 10 records a
+#                                       key against a set, per record: load,
+#                                       reads, writes (fraghash_bench_bag;
+#                                       default 100000 records, a minute)
 #   bench/mnesia/disc-measure.sh redb [--peer rocksdb] [--full | --big | RECORDS...]
 #                                       the redb_copies backend against
 #                                       disc_only_copies and disc_copies on a
@@ -86,6 +90,12 @@ case "$what" in
             | grep -v -e 'WARNING' -e 'overloaded' -e 'INFO REPORT' -e 'application: mnesia' \
                       -e 'exited: stopped' -e 'type: temporary' -e '^ *$'
         ;;
+    bag)
+        erl -noshell -pa "$lib/ebin" "$lib/bench/mnesia" \
+            -eval "fraghash_bench_bag:run(\"$tmp/mnesia\", ${2:-100000}), halt()." 2>&1 \
+            | grep -a -v -e 'WARNING' -e 'overloaded' -e 'INFO REPORT' -e 'application: mnesia' \
+                      -e 'exited: stopped' -e 'type: temporary' -e '^ *$'
+        ;;
     redb)
         shift
         storage=redb_copies,disc_only_copies,disc_copies
@@ -118,7 +128,7 @@ case "$what" in
         ;;
     *)
         echo "usage: $0 torture [KILLS] | relieve | growth [RECORDS] [MODULES] [REPS] [STORAGE]" \
-             "| redb [--peer rocksdb] [--full | --big | RECORDS...]" >&2
+             "| bag [RECORDS] | redb [--peer rocksdb] [--full | --big | RECORDS...]" >&2
         exit 2
         ;;
 esac
