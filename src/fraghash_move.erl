@@ -233,26 +233,22 @@ add_copy(Tab, F, To, Type) ->
 await_copy(Tab, F, To, Adder, Counted) ->
     receive
         {Adder, added, Result} ->
-            fraghash_grow_progress:chunk(Tab, 0, max(0, loaded_on(To, F) - Counted)),
+            _ = count_loaded(Tab, F, To, Counted),
             Result
     after 1000 ->
-            Now = loaded_on(To, F),
-            fraghash_grow_progress:chunk(Tab, 0, max(0, Now - Counted)),
-            await_copy(Tab, F, To, Adder, max(Now, Counted))
+            await_copy(Tab, F, To, Adder, count_loaded(Tab, F, To, Counted))
     end.
 
-%% The records `Node''s copy of `F' holds so far, as its storage counts
-%% them while Mnesia loads it (0 when it cannot tell).
-loaded_on(Node, F) ->
-    case rpc:call(Node, mnesia_lib, val, [{F, storage_type}], 5000) of
-        T when T =:= ram_copies; T =:= disc_copies -> count(rpc:call(Node, ets, info, [F, size], 5000));
-        disc_only_copies -> count(rpc:call(Node, dets, info, [F, size], 5000));
-        {ext, Alias, Mod} -> count(rpc:call(Node, Mod, info, [Alias, F, size], 5000));
-        _ -> 0
-    end.
-
-count(N) when is_integer(N) -> N;
-count(_) -> 0.
+%% Reports the records `To''s copy of `F' gained since `Counted' (as
+%% Mnesia counts them there while it loads the copy: 0 before the copy
+%% exists); what it holds now.
+count_loaded(Tab, F, To, Counted) ->
+    Now = case rpc:call(To, mnesia, table_info, [F, size], 5000) of
+              N when is_integer(N) -> N;
+              _ -> 0
+          end,
+    fraghash_grow_progress:chunk(Tab, 0, max(0, Now - Counted)),
+    max(Now, Counted).
 
 %% The old copy of replica `R' goes.
 drop_old(#{frag := F, from := From}) ->
