@@ -342,10 +342,10 @@ unknown_entry(Tab, Op) ->
 %% storage backend's own figure (`disc_bytes/1' found no file of a
 %% `redb_copies' fragment, so every one weighed 0 and the last was taken).
 %% Each is counted on a node holding it: Mnesia counts 0 records for a
-%% table with no copy on the node asked (`fraghash_move:records/1').
+%% table with no copy on the node asked (`fraghash_tab:records/1').
 largest(Tab) ->
     {_, _, N} = hash(Tab),
-    {_, F} = lists:max([{fraghash_move:records(frag_name(Tab, F)), F}
+    {_, F} = lists:max([{fraghash_tab:records(frag_name(Tab, F)), F}
                         || F <- lists:seq(1, N)]),
     F.
 

@@ -36,9 +36,9 @@
 %% argument is in docs/mnesia-disc-safety.md, Moving replicas.
 -module(fraghash_move).
 
--export([base/1, move_replica/4, drain/2, rebalance/2, recover/2, copies/1, records/1]).
+-export([base/1, move_replica/4, drain/2, rebalance/2, recover/2, copies/1]).
 
--import(fraghash_tab, [frag_name/2, step/2]).
+-import(fraghash_tab, [frag_name/2, step/2, records/1]).
 
 %% The journal entries this version writes and recovers.
 -define(VERSION, 2).
@@ -243,10 +243,7 @@ await_copy(Tab, F, To, Adder, Counted) ->
 %% Mnesia counts them there while it loads the copy: 0 before the copy
 %% exists); what it holds now.
 count_loaded(Tab, F, To, Counted) ->
-    Now = case rpc:call(To, mnesia, table_info, [F, size], 5000) of
-              N when is_integer(N) -> N;
-              _ -> 0
-          end,
+    Now = fraghash_tab:records_on(To, F, 5000),
     fraghash_grow_progress:chunk(Tab, 0, max(0, Now - Counted)),
     max(Now, Counted).
 
@@ -509,24 +506,6 @@ units(Tab, T) ->
     [#{unit => I, copies => copies(frag_name(T, I)),
        records => lists:sum([records(frag_name(G, I)) || G <- Along])}
      || I <- lists:seq(1, N)].
-
-%% @doc The records of fragment `F', counted on a node holding an active
-%% copy (`mnesia:table_info(F, size)' counts 0 on a node holding none); 0
-%% when no copy is active.
--spec records(atom()) -> non_neg_integer().
-records(F) ->
-    case mnesia:table_info(F, active_replicas) of
-        [] -> 0;
-        Active ->
-            Where = case lists:member(node(), Active) of
-                        true -> node();
-                        false -> hd(Active)
-                    end,
-            case rpc:call(Where, mnesia, table_info, [F, size]) of
-                Size when is_integer(Size) -> Size;
-                _ -> 0
-            end
-    end.
 
 %% `Tab' and its foreign-key tables.
 group(Tab) ->

@@ -11,7 +11,7 @@
          batches/3, by_layout/2, fold_layouts/3, chunks/1, chunks/2, durable/2, dump_log/0,
          transactions/1,
          select/3, fold/4, fold/5, misplaced/1, misplaced/2, move_misplaced/1,
-         step/2, set_step_hook/1]).
+         step/2, set_step_hook/1, records/1, records_on/3]).
 
 -define(BATCH, 500).
 %% Results a chunk of fold/4 holds (one request to a dets server).
@@ -365,6 +365,31 @@ send_chunk(Owner, OwnerRef, Chunk) ->
     receive
         {Owner, next} -> next;
         {'DOWN', OwnerRef, process, Owner, _} -> stop
+    end.
+
+%% @doc The records of fragment `F', counted on a node holding an active
+%% copy (`mnesia:table_info(F, size)' counts 0 on a node holding none); 0
+%% when no copy is active.
+-spec records(atom()) -> non_neg_integer().
+records(F) ->
+    case mnesia:table_info(F, active_replicas) of
+        [] ->
+            0;
+        Active ->
+            records_on(case lists:member(node(), Active) of
+                           true -> node();
+                           false -> hd(Active)
+                       end, F, infinity)
+    end.
+
+%% @doc The records `Node''s copy of `F' holds, as Mnesia counts them
+%% there (its storage's count, while a copy loads too); 0 for none or a
+%% node that does not answer within `Timeout'.
+-spec records_on(node(), atom(), timeout()) -> non_neg_integer().
+records_on(Node, F, Timeout) ->
+    case rpc:call(Node, mnesia, table_info, [F, size], Timeout) of
+        Size when is_integer(Size) -> Size;
+        _ -> 0
     end.
 
 %% @doc Dumps Mnesia's log into its tables' files (`mnesia:dump_log/0'),

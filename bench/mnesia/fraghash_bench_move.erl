@@ -267,7 +267,7 @@ rebalance_case([_A, B, C, D] = Nodes, Records, Format) ->
     persistent_term:put({?MODULE, keys}, {range, Records}),
     {atomic, ok} = mnesia:change_table_frag(?REBALANCED, {add_node, D}),
     Pool = [B, C, D],
-    Sizes = [{I, fraghash_move:records(F), hd(mnesia:table_info(F, disc_copies))}
+    Sizes = [{I, fraghash_tab:records(F), hd(mnesia:table_info(F, disc_copies))}
              || I <- lists:seq(1, N), F <- [fraghash_frag:frag_name(?REBALANCED, I)]],
     {Lower, Upper} = fewest_to_balance([{Sz, H} || {_, Sz, H} <- Sizes], Pool, D),
     {atomic, #{moves := Planned}} = fraghash_frag:rebalance(?REBALANCED, [dry_run]),
