@@ -132,10 +132,6 @@ par(Funs) ->
     Pids = [spawn_link(fun() -> Self ! {self(), F()} end) || F <- Funs],
     [receive {P, R} -> R end || P <- Pids].
 
+%% `L' cut into at most `Parts' runs of about equal length.
 split(L, Parts) ->
-    Len = max(1, (length(L) + Parts - 1) div Parts),
-    chop(L, Len).
-
-chop([], _) -> [];
-chop(L, Len) when length(L) =< Len -> [L];
-chop(L, Len) -> {A, B} = lists:split(Len, L), [A | chop(B, Len)].
+    fraghash_tab:chunks(L, max(1, (length(L) + Parts - 1) div Parts)).
