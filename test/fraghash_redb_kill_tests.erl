@@ -75,16 +75,26 @@ kill9(Rounds) ->
 %% writer's counter at least its last acknowledged value and at most one
 %% more (an increment applied whose acknowledgement the kill stopped); a
 %% key whose delete may have been under way, its value or nothing (see
-%% ack/2).
+%% record/2).
 kill_round(NameA, DirA, A, Round, Acked0) ->
     Self = self(),
-    _ = [spawn(A, ?MODULE, acked_writer, [Self, {Round, W}, 1]) || W <- lists:seq(1, ?WRITERS)],
-    Acked1 = acks(Acked0, 200 + rand:uniform(600)),
-    _ = os:cmd("kill -9 " ++ rpc:call(A, os, getpid, [])),
+    OsPid = rpc:call(A, os, getpid, []),
+    %% The collector confirms acknowledgements while the kill lands, so
+    %% that the writers are killed writing, not waiting.
+    Collector = spawn_link(fun() -> collect(Acked0, 200 + rand:uniform(600), Self) end),
+    _ = [spawn(A, ?MODULE, acked_writer, [Collector, {Round, W}, 1])
+         || W <- lists:seq(1, ?WRITERS)],
+    receive
+        {reached, Collector} -> ok
+    after 60000 ->
+            error(no_acknowledgements_for_a_minute)
+    end,
+    _ = os:cmd("kill -9 " ++ OsPid),
     wait_down(A),
     %% Acknowledgements sent before the kill may still be on their way.
     timer:sleep(200),
-    Acked = flush_acks(Acked1),
+    Collector ! {stop, Self},
+    Acked = receive {acked_map, Collector, Map} -> Map end,
     Deleted = maps:size(maps:filter(fun(_, V) -> V =:= deleted end, Acked)),
     report("kill -9, round ~b: ~b keys acknowledged (~b of them deleted)~n",
            [Round, maps:size(Acked), Deleted]),
@@ -117,49 +127,62 @@ kill_round(NameA, DirA, A, Round, Acked0) ->
 %% once it returned; every fourth, a delete of an earlier key, acknowledged
 %% too; and each time an increment of the writer's counter, acknowledged
 %% with the value it returned. Runs until the node dies.
+%%
+%% Each acknowledgement waits for `To' to confirm it: the writer's next
+%% step begins only once the test knows of the last one. A message merely
+%% sent could die in the killed node's distribution buffer while the writer
+%% went on, and the node would then rightly hold more than the test knew of
+%% (a later counter, a key's delete).
 acked_writer(To, W, I) ->
     Keys = [{W, I, J} || J <- lists:seq(1, 3)],
     {atomic, ok} = mnesia:transaction(fun() -> [mnesia:write({k, K, I}) || K <- Keys], ok end),
-    To ! {acked, {written, Keys, I}},
+    confirmed(To, {written, Keys, I}),
     case I rem 4 of
         0 ->
             Old = {W, I - 2, 1},
             {atomic, ok} = mnesia:transaction(fun() -> mnesia:delete({k, Old}) end),
-            To ! {acked, {deleted, Old}};
+            confirmed(To, {deleted, Old});
         _ ->
             ok
     end,
     C = mnesia:dirty_update_counter(k, {ctr, W}, 1),
-    To ! {acked, {counter, {ctr, W}, C}},
+    confirmed(To, {counter, {ctr, W}, C}),
     acked_writer(To, W, I + 1).
 
-acks(Acked, 0) ->
-    Acked;
-acks(Acked, N) ->
+confirmed(To, What) ->
+    Ref = make_ref(),
+    To ! {acked, What, {self(), Ref}},
+    receive Ref -> ok end.
+
+%% Records acknowledgements and confirms each; tells `Parent' once `N' came,
+%% and hands over what it recorded when told to stop.
+collect(Acked, N, Parent) ->
     receive
-        {acked, _} = Ack -> acks(ack(Ack, Acked), N - 1)
-    after 60000 ->
-            error({no_acknowledgement_for_a_minute, maps:size(Acked)})
+        {acked, What, From} ->
+            N =:= 1 andalso (Parent ! {reached, self()}),
+            collect(ack(What, From, Acked), N - 1, Parent);
+        {stop, Parent} ->
+            Parent ! {acked_map, self(), Acked}
     end.
 
-flush_acks(Acked) ->
-    receive
-        {acked, _} = Ack -> flush_acks(ack(Ack, Acked))
-    after 0 -> Acked
-    end.
+%% Recorded, then confirmed to the writer.
+ack(What, {Writer, Ref}, Acked) ->
+    Recorded = record(What, Acked),
+    Writer ! Ref,
+    Recorded.
 
 %% What the node must hold for a key: its value; `deleted'; `{counter, V}'
 %% (V or V + 1); `{maybe_deleted, V}' for a written key whose delete the
 %% writer may have begun (its next write was acknowledged, the delete not
 %% yet): V or nothing.
-ack({acked, {written, [{W, I, 1} | _] = Keys, V}}, Acked) ->
+record({written, [{W, I, 1} | _] = Keys, V}, Acked) ->
     Written = lists:foldl(fun(K, M) -> M#{K => V} end, Acked, Keys),
     Old = {W, I - 2, 1},
     case I rem 4 =:= 0 andalso maps:find(Old, Written) of
         {ok, OldV} when is_integer(OldV) -> Written#{Old => {maybe_deleted, OldV}};
         _ -> Written
     end;
-ack({acked, {deleted, K}}, Acked) ->
+record({deleted, K}, Acked) ->
     Acked#{K => deleted};
-ack({acked, {counter, K, V}}, Acked) ->
+record({counter, K, V}, Acked) ->
     Acked#{K => {counter, V}}.
