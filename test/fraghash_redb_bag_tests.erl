@@ -352,6 +352,7 @@ mnesia_index_update_bag() ->
     ?assertEqual([R1, R2], Ix(2, v1)),
     ok = mnesia:dirty_delete_object(R1),
     ?assertEqual([R2], Ix(2, v1)),
+    ?assertEqual([R3, R2], lists:sort(mnesia:dirty_match_object({Tab, '_', '_', '_', '_'}))),
     %% Two indexes, built from records already there.
     {atomic, ok} = mnesia:del_table_index(Tab, v1),
     {atomic, ok} = mnesia:transaction(fun() -> mnesia:write(R1) end),
