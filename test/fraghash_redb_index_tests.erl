@@ -123,12 +123,15 @@ rows(Tab, Pos, All) ->
 
 reads(Tab, Pos, All) ->
     Values = lists:usort([element(Pos, R) || R <- All]) ++ [absent],
-    Wild = list_to_tuple([Tab | lists:duplicate(mnesia:table_info(Tab, arity) - 1, '_')]),
+    %% A fragment's records are named after its base table.
+    Wild = list_to_tuple([mnesia:table_info(Tab, record_name)
+                          | lists:duplicate(mnesia:table_info(Tab, arity) - 1, '_')]),
     Pattern = fun(V) -> setelement(Pos, Wild, V) end,
     [{read, V} || V <- Values,
                   Scan <- [lists:sort([R || R <- All, element(Pos, R) =:= V])],
                   lists:sort(mnesia:dirty_index_read(Tab, V, Pos)) =/= Scan orelse
-                      lists:sort(mnesia:dirty_index_match_object(Pattern(V), Pos)) =/= Scan orelse
+                      lists:sort(mnesia:dirty_index_match_object(Tab, Pattern(V), Pos)) =/= Scan
+                      orelse
                       {atomic, Scan} =/= mnesia:transaction(
                                           fun() -> lists:sort(mnesia:index_read(Tab, V, Pos)) end)].
 
