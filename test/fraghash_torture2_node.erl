@@ -47,7 +47,8 @@ nodes_count() -> persistent_term:get({?MODULE, nodes}, 2).
 %% @doc `{Table, HashModule, CopiesPerFragment, Storage}'. Two nodes: every
 %% fragment on both, or each on one of them (spread by `add_frag''s node
 %% list), on `disc_copies'. Three nodes: every fragment on two of the
-%% three, on `disc_copies' and on `redb_copies'.
+%% three, on `disc_copies' and on `redb_copies', where one table is a
+%% `bag' and one has an index (see {@link kind/1}).
 cases() ->
     case nodes_count() of
         2 -> [{t2_slots_dc2, mnesia_frag_slots, 2, disc_copies},
@@ -55,10 +56,24 @@ cases() ->
               {t2_hash_dc1, mnesia_frag_hash, 1, disc_copies}];
         3 -> [{t3_slots_dc2, mnesia_frag_slots, 2, disc_copies},
               {t3_slots_rc2, mnesia_frag_slots, 2, redb_copies},
-              {t3_hash_rc2, mnesia_frag_hash, 2, redb_copies}]
+              {t3_hash_rc2_ix, mnesia_frag_hash, 2, redb_copies},
+              {t3_slots_rc2_bag, mnesia_frag_slots, 2, redb_copies}]
     end.
 
 tables() -> [T || {T, _, _, _} <- cases()].
+
+%% @doc What a table (or its control) is besides its case: `bag' (written
+%% as a set: each write deletes the key's records first), `indexed' (an
+%% index on its value, checked against its records on every node holding
+%% a fragment), or `set'.
+-spec kind(atom()) -> set | bag | indexed.
+kind(T) ->
+    Name = atom_to_list(T),
+    case {lists:suffix("_bag", Name), lists:suffix("_ix", Name)} of
+        {true, _} -> bag;
+        {_, true} -> indexed;
+        _ -> set
+    end.
 
 %% @doc The never-migrated control of a table: same hash module, copies and
 %% node pool, written just after the table, by the same writer.
@@ -73,11 +88,15 @@ create_tables(Nodes) ->
     {atomic, ok} = fraghash_redb_copies:register(),
     lists:foreach(
       fun({Tab, Mod, Copies, Storage}) ->
-              Def = [{attributes, [key, val]},
-                     {frag_properties, [{n_fragments, 3}, {hash_module, Mod},
-                                        {node_pool, Nodes}, {n_disc_copies, Copies}]}],
+              Def = fun(T) ->
+                            [{attributes, [key, val]},
+                             {frag_properties, [{n_fragments, 3}, {hash_module, Mod},
+                                                {node_pool, Nodes}, {n_disc_copies, Copies}]}]
+                                ++ [{type, bag} || kind(T) =:= bag]
+                                ++ [{index, [val]} || kind(T) =:= indexed]
+                    end,
               [begin
-                   {atomic, ok} = mnesia:create_table(T, Def),
+                   {atomic, ok} = mnesia:create_table(T, Def(T)),
                    [{atomic, ok} = mnesia:change_table_copy_type(F, N, Storage)
                     || Storage =/= disc_copies,
                        F <- mnesia:activity(async_dirty,
@@ -217,8 +236,9 @@ put_both(Tab, Key, Value) ->
 %% Writes or deletes `Key' in `T', in the caller's mnesia_frag transaction;
 %% returns every fragment of `T'.
 put_value(T, Key, Value) ->
-    case Value of
-        deleted -> ok = mnesia:delete({T, Key});
+    case {Value, kind(T)} of
+        {deleted, _} -> ok = mnesia:delete({T, Key});
+        {_, bag} -> ok = mnesia:delete({T, Key}), ok = mnesia:write({T, Key, Value});
         _ -> ok = mnesia:write({T, Key, Value})
     end,
     mnesia:table_info(T, frag_names).
@@ -334,7 +354,12 @@ check(Tab, Exp) ->
                copies_ok => lists:all(fun(F) -> length(holders(F, Storage)) =:= Copies end,
                                       Frags),
                orphans => length(Orphans),
-               journal_left => length([T || T <- fraghash_journal:pending(), T =:= Tab])},
+               journal_left => length([T || T <- fraghash_journal:pending(), T =:= Tab]),
+               %% Index rows and index reads of the fragments held here,
+               %% against their records.
+               index_ok => lists:all(fun(F) -> fraghash_redb_index_tests:check(F) =:= ok end,
+                                     [F || F <- Frags, kind(Tab) =:= indexed,
+                                           lists:member(node(), holders(F, Storage))])},
     Layout = {Mod, S, [{F, lists:sort([element(2, R) || R <- Rs])} || {F, Rs} <- PerFrag]},
     {Counts, Bad, Layout}.
 

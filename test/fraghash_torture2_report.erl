@@ -49,7 +49,7 @@ report(Kills, Checks, Secs, Excluded) ->
                                   end, #{}, Kills),
               Cs = [C || #{tab := T2} = C <- Checks, T2 =:= Tab],
               Sum = fun(K) -> lists:sum([maps:get(K, C) || C <- Cs]) end,
-              io:format(user, "~-13s checks=~b records_checked=~b lost_or_wrong ours=~b "
+              io:format(user, "~-16s checks=~b records_checked=~b lost_or_wrong ours=~b "
                         "control=~b dup=~b misplaced=~b orphans=~b journal_left=~b "
                         "structure=~b disagree=~b | kills inside: ~s~n",
                         [Tab, length(Cs), Sum(checked), Sum(ours), Sum(control_lost),

@@ -375,7 +375,7 @@ check_all(#{dir := Dir}, Run, Cl) ->
                duplicates => Sum(duplicates), misplaced => Sum(misplaced),
                orphans => Sum(orphans), journal_left => Sum(journal_left),
                structure => [{N, K} || {N, {C, _, _}, _} <- Per,
-                                       K <- [sizes_add_up, frag_names_match, copies_ok],
+                                       K <- [sizes_add_up, frag_names_match, copies_ok, index_ok],
                                        not maps:get(K, C)],
                disagree => length(Layouts) > 1,
                disagree_detail => [fraghash_torture2_report:differences(Per)

@@ -1,7 +1,8 @@
 %% @doc Kill -9 torture of `fraghash_frag' on three Mnesia nodes
 %% (`fraghash_torture2_tests:torture/1' with 3): every fragment on two of
-%% the three nodes, one table on `disc_copies' and two on `redb_copies'
-%% (`mnesia_frag_slots' and `mnesia_frag_hash'), each beside a
+%% the three nodes, one table on `disc_copies' and three on `redb_copies'
+%% (`mnesia_frag_slots'; `mnesia_frag_hash' with an index on its values;
+%% a `mnesia_frag_slots' bag), each beside a
 %% never-migrated control; writers on every node; kill -9 of one node or
 %% two at a step of an add, a del or a relieve, right after one returned,
 %% or during recovery; with `FRAGHASH_TORTURE3_PARTITIONS' percent of the

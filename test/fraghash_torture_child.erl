@@ -34,15 +34,17 @@
 %% @doc The cases: `{HashModule, CopyType, Kind}', `Kind' one of `set'; `bag'
 %% (written as a set: each write deletes the key's records first);
 %% `master' and `foreigner', a table and its foreign-key table (field
-%% `mkey', a function of the key), which grow together through the master.
-%% `redb_copies' tables (fraghash_redb_copies) are created with
+%% `mkey', a function of the key), which grow together through the master;
+%% `indexed', a set with an index on its value, checked against its
+%% records. `redb_copies' tables (fraghash_redb_copies) are created with
 %% `disc_copies' fragments, each then moved to `redb_copies'.
--spec cases() -> [{module(), atom(), set | bag | master | foreigner}].
+-spec cases() -> [{module(), atom(), set | bag | master | foreigner | indexed}].
 cases() ->
     [{M, T, set} || M <- [mnesia_frag_hash, mnesia_frag_slots, mnesia_frag_chash],
                     T <- [disc_copies, disc_only_copies]]
         ++ [{mnesia_frag_slots, disc_copies, K} || K <- [bag, master, foreigner]]
-        ++ [{M, redb_copies, set} || M <- [mnesia_frag_hash, mnesia_frag_slots]].
+        ++ [{M, redb_copies, set} || M <- [mnesia_frag_hash, mnesia_frag_slots]]
+        ++ [{mnesia_frag_slots, redb_copies, bag}, {mnesia_frag_hash, redb_copies, indexed}].
 
 %% @doc The migrated table of each case.
 -spec tables() -> [atom()].
@@ -56,7 +58,8 @@ table({Mod, Type, Kind}) ->
 suffix(set) -> "";
 suffix(bag) -> "_bag";
 suffix(master) -> "_fkm";
-suffix(foreigner) -> "_fkf".
+suffix(foreigner) -> "_fkf";
+suffix(indexed) -> "_ix".
 
 kind(Tab) ->
     hd([K || {_, _, K} = C <- cases(), table(C) =:= Tab]).
@@ -137,6 +140,7 @@ create_tables() ->
               Def = fun(Props) ->
                             [{attributes, attributes(Kind)}, {frag_properties, Props}]
                                 ++ [{type, bag} || Kind =:= bag]
+                                ++ [{index, [val]} || Kind =:= indexed]
                     end,
               Own = case Kind of
                         foreigner ->
@@ -354,11 +358,14 @@ check_table(Tab, Exp) ->
                     lists:prefix(atom_to_list(Tab) ++ "_frag", atom_to_list(T)),
                     not lists:member(T, Names)],
     Journal = length([T || T <- fraghash_journal:pending(), T =:= Tab]),
+    %% Each fragment's index rows and index reads against its records.
+    IndexBad = [F || F <- lists:seq(1, N),
+                     fraghash_redb_index_tests:check(fraghash_frag:frag_name(Tab, F)) =/= ok],
     {#{n => N, records => length(Rows), checked => maps:size(Exp), duplicates => Dups,
        misplaced => Misplaced, wrong_or_lost => length(Bad), lost => Lost,
        sizes_add_up => (lists:sum(Sizes) =:= length(Rows) andalso Size =:= length(Rows)),
        frag_names_match => length(Names) =:= N, orphans => length(Orphans),
-       journal_left => Journal},
+       journal_left => Journal, index_bad => length(IndexBad)},
      Bad}.
 
 %% Makes both tables hold the last acknowledged value of every bad key (and

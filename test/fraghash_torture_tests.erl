@@ -1,10 +1,11 @@
 %% @doc Kill -9 torture test of `fraghash_frag' in real Mnesia: a child VM
 %% (`fraghash_torture_child', a separate OS process) writes, deletes and
-%% migrates eleven fragmented tables (`mnesia_frag_hash', `mnesia_frag_slots',
+%% migrates thirteen fragmented tables (`mnesia_frag_hash', `mnesia_frag_slots',
 %% `mnesia_frag_chash', each `disc_copies' and `disc_only_copies'; a `bag'
 %% table and two tables linked by a foreign key, `disc_copies' and
 %% `mnesia_frag_slots'; `mnesia_frag_hash' and `mnesia_frag_slots' on
-%% `redb_copies', the backend of fraghash_redb_copies) while
+%% `redb_copies', the backend of fraghash_redb_copies, and on it a `bag'
+%% table and a table with an index, checked against its records) while
 %% this process kills it with kill -9 at random moments, most of them aimed
 %% inside a migration step, some during recovery. Every start of the child
 %% recovers and checks every table against the acknowledgement logs (see
@@ -138,13 +139,16 @@ killed_inside(Tab, Runs, From, To) ->
 %% Everything counts on disc_copies tables; on disc_only_copies tables
 %% everything but values (dets's dropped slots); on redb_copies tables the
 %% control's own losses count too (the backend's line: nothing
-%% acknowledged is lost, migrated or not).
+%% acknowledged is lost, migrated or not); on every table, an index that
+%% differs from its fragment's records, in the table or its control.
 faulty(Tab, #{ours := Ours, duplicates := D, misplaced := M, sizes_add_up := S,
-              frag_names_match := F, orphans := O, journal_left := J, control := Ctl}) ->
+              frag_names_match := F, orphans := O, journal_left := J, control := Ctl,
+              index_bad := I}) ->
     Values = Ours > 0 andalso not lists:suffix("_doc", atom_to_list(Tab)),
-    Control = lists:suffix("_rdb", atom_to_list(Tab)) andalso maps:get(wrong_or_lost, Ctl) > 0,
+    Redb = string:find(atom_to_list(Tab), "_rdb") =/= nomatch,
+    Control = Redb andalso maps:get(wrong_or_lost, Ctl) > 0,
     Values orelse Control orelse D > 0 orelse M > 0 orelse not S orelse not F orelse O > 0
-        orelse J > 0.
+        orelse J > 0 orelse I > 0 orelse maps:get(index_bad, Ctl) > 0.
 
 recovery_kills(Kills) ->
     length([K || K <- Kills, K =:= recovery orelse K =:= {recovery, pending}]).
@@ -330,11 +334,11 @@ report(Kills, Checks) ->
               Sum = fun(Key) -> lists:sum([maps:get(Key, C) || C <- Cs]) end,
               CtlSum = fun(Key) -> lists:sum([maps:get(Key, maps:get(control, C)) || C <- Cs]) end,
               io:format(user, "~-22s checks=~b records_checked=~b lost_or_wrong=~b "
-                        "(ours ~b) dup=~b misplaced=~b orphans=~b bad_sizes=~b "
-                        "fragments_seen=~w | control lost_or_wrong=~b~n",
+                        "(ours ~b) dup=~b misplaced=~b orphans=~b bad_sizes=~b bad_index=~b "
+                        "fragments_seen=~w | control lost_or_wrong=~b bad_index=~b~n",
                         [Tab, length(Cs), Sum(checked), Sum(wrong_or_lost), Sum(ours),
                          Sum(duplicates), Sum(misplaced), Sum(orphans),
                          length([C || C <- Cs, not maps:get(sizes_add_up, C)]),
-                         lists:usort([maps:get(n, C) || C <- Cs]),
-                         CtlSum(wrong_or_lost)])
+                         Sum(index_bad), lists:usort([maps:get(n, C) || C <- Cs]),
+                         CtlSum(wrong_or_lost), CtlSum(index_bad)])
       end, fraghash_torture_child:tables()).
