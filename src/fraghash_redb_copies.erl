@@ -423,7 +423,7 @@ lookup(_Alias, Tab, Key) ->
         {{ok, K}, true} ->
             fraghash_redb_bag:lookup(name(Tab), K);
         {{ok, K}, false} ->
-            case fraghash_redb_nif:check(fraghash_redb_nif:get(fraghash_redb_db:handle(), name(Tab), K)) of
+            case fraghash_redb_nif:check(fraghash_redb_nif:read(fraghash_redb_db:handle(), name(Tab), K)) of
                 {ok, V} -> [binary_to_term(V)];
                 not_found -> []
             end;

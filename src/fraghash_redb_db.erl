@@ -274,7 +274,10 @@ init(Path) ->
              memtable_bytes => application:get_env(fraghash, redb_memtable_bytes,
                                                    ?MEMTABLE_BYTES),
              log_reserve_bytes => application:get_env(fraghash, redb_log_reserve_bytes,
-                                                      ?LOG_RESERVE_BYTES)},
+                                                      ?LOG_RESERVE_BYTES),
+             %% Key reads on the caller's scheduler while they come from
+             %% memory (fraghash_redb_nif:read/3).
+             normal_reads => application:get_env(fraghash, redb_normal_reads, true)},
     case durability() of
         {error, Text} -> {stop, {fraghash_redb, bad_config, Path, Text}};
         Durability -> open(Path, Opts, Durability)

@@ -17,7 +17,8 @@
 %%
 %% A database is one file; its tables map keys (order keys) to values (any
 %% binaries, for example `term_to_binary(Record)'). Every call that touches
-%% the file runs on a dirty I/O scheduler and returns `{error, {Kind,
+%% the file runs on a dirty I/O scheduler (but {@link read/3}'s, while reads
+%% come from memory) and returns `{error, {Kind,
 %% Message}}' when it fails, `Kind' one of `locked' (the file is open in
 %% another OS process or another handle), `foreign' (not a database of this
 %% library), `corrupt', `disk_full', `not_found', `io', `storage',
@@ -27,10 +28,11 @@
 -export([order_key/1, order_key_etf/1, order_key_etf_dirty/1]).
 -export([key_prefix/1, key_prefix_etf/1, key_prefix_etf_dirty/1]).
 -export([open/2, close/1, create_table/3, delete_table/2, tables/1,
-         write/3, sync/1, flush/1, wants_flush/1, get/3, first/2, last/2, next/3, prev/3,
+         write/3, sync/1, flush/1, wants_flush/1, get/3, get_now/3, first/2, last/2, next/3,
+         prev/3,
          chunk/5, records/5, size/2, stored_bytes/2, log_repairs/1, has_room/1,
          reopen/1]).
--export([load_status/0, key_bin/1, check/1]).
+-export([load_status/0, key_bin/1, check/1, read/3]).
 
 -on_load(init/0).
 
@@ -182,6 +184,24 @@ wants_flush(_Db) -> ?NIF.
 %% @doc The value under `Key' in table `Tab'.
 -spec get(db(), binary(), binary()) -> {ok, binary()} | not_found | error().
 get(_Db, _Tab, _Key) -> ?NIF.
+
+%% @doc As {@link get/3}, on the calling scheduler, or `dirty' without
+%% reading: when `Db' was opened with `normal_reads' false, while it is
+%% opened again or closed, and for a second after a read here took over
+%% 200 µs (it read the disc). Use {@link read/3}.
+-spec get_now(db(), binary(), binary()) -> {ok, binary()} | not_found | dirty | error().
+get_now(_Db, _Tab, _Key) -> ?NIF.
+
+%% @doc The value under `Key' in table `Tab', as {@link get/3} answers: read
+%% on the calling scheduler while reads come from memory (the memtable and
+%% redb's page cache, microseconds), else on a dirty I/O scheduler (see
+%% {@link get_now/3}).
+-spec read(db(), binary(), binary()) -> {ok, binary()} | not_found | error().
+read(Db, Tab, Key) ->
+    case get_now(Db, Tab, Key) of
+        dirty -> get(Db, Tab, Key);
+        Answer -> Answer
+    end.
 
 %% @doc The record with the smallest key.
 -spec first(db(), binary()) -> {ok, binary(), binary()} | '$end_of_table' | error().

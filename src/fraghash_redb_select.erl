@@ -222,7 +222,7 @@ matches_of_keys(#sel{name = Name, cms = CMS}, Keys) ->
     Db = fraghash_redb_db:handle(),
     KBs = lists:usort([K || {ok, K} <- [fraghash_redb_nif:key_bin(Key) || Key <- Keys]]),
     Recs = [binary_to_term(V) || K <- KBs,
-                                 {ok, V} <- [fraghash_redb_nif:check(fraghash_redb_nif:get(Db, Name, K))]],
+                                 {ok, V} <- [fraghash_redb_nif:check(fraghash_redb_nif:read(Db, Name, K))]],
     matches(Recs, CMS).
 
 %% Chunks from S#sel.start until Limit matches, the end of the table or

@@ -71,7 +71,10 @@ same_order_as_ets() ->
                             [{Stored}] -> {ok, term_to_binary(Stored)};
                             [] -> not_found
                         end,
-              ?assertEqual({P, Present}, {P, fraghash_redb_nif:get(Db, ?TAB, K)})
+              ?assertEqual({P, Present}, {P, fraghash_redb_nif:get(Db, ?TAB, K)}),
+              %% On a normal scheduler (from memory) or a dirty one: the same.
+              ?assertEqual({P, Present}, {P, fraghash_redb_nif:read(Db, ?TAB, K)}),
+              ?assert(lists:member(fraghash_redb_nif:get_now(Db, ?TAB, K), [Present, dirty]))
       end, Probes),
     %% Keys compare as the terms do.
     Pairs = lists:zip(lists:sublist(Terms, length(Probes)), Probes),
@@ -306,6 +309,7 @@ errors_test_() ->
      {"a missing file without create gives {error, {not_found, _}}", fun missing_file/0},
      {"a closed handle gives {error, {closed, _}}", fun closed_handle/0},
      {"a missing table gives {error, {no_such_table, _}}", fun missing_table/0},
+     {"normal_reads false: every read on a dirty scheduler, same answers", fun dirty_reads_only/0},
      {"a pid, ref, port or fun is not a key", fun unsupported_keys/0},
      {"bad arguments raise badarg", fun bad_arguments/0}].
 
@@ -364,14 +368,32 @@ closed_handle() ->
     ok = fraghash_redb_nif:close(Db),
     ok = fraghash_redb_nif:close(Db),
     ?assertMatch({error, {closed, _}}, fraghash_redb_nif:get(Db, ?TAB, <<1>>)),
+    ?assertMatch({error, {closed, _}}, fraghash_redb_nif:read(Db, ?TAB, <<1>>)),
     ?assertMatch({error, {closed, _}},
                  fraghash_redb_nif:write(Db, [{put, ?TAB, <<1>>, <<2>>}], immediate)).
+
+%% Opened with `normal_reads' false, every read goes to a dirty scheduler,
+%% with the same answers.
+dirty_reads_only() ->
+    Path = db_path("dirty_reads"),
+    {ok, Db} = fraghash_redb_nif:open(Path, #{normal_reads => false}),
+    ok = fraghash_redb_nif:create_table(Db, ?TAB, <<>>),
+    ok = fraghash_redb_nif:write(Db, [{put, ?TAB, <<1>>, <<"one">>}], immediate),
+    ?assertEqual(dirty, fraghash_redb_nif:get_now(Db, ?TAB, <<1>>)),
+    ?assertEqual({ok, <<"one">>}, fraghash_redb_nif:read(Db, ?TAB, <<1>>)),
+    ?assertEqual(not_found, fraghash_redb_nif:read(Db, ?TAB, <<2>>)),
+    ?assertError(badarg, fraghash_redb_nif:open(db_path("dirty_reads2"), #{normal_reads => 1})),
+    ok = fraghash_redb_nif:close(Db),
+    {ok, Db2} = fraghash_redb_nif:open(Path, #{}),
+    ?assertEqual({ok, <<"one">>}, fraghash_redb_nif:get_now(Db2, ?TAB, <<1>>)),
+    ok = fraghash_redb_nif:close(Db2).
 
 missing_table() ->
     {ok, Db} = fraghash_redb_nif:open(db_path("tables"), #{}),
     ok = fraghash_redb_nif:create_table(Db, <<"a">>, <<"props">>),
     ?assertMatch({error, {table_exists, _}}, fraghash_redb_nif:create_table(Db, <<"a">>, <<>>)),
     ?assertMatch({error, {no_such_table, _}}, fraghash_redb_nif:get(Db, <<"b">>, <<1>>)),
+    ?assertMatch({error, {no_such_table, _}}, fraghash_redb_nif:read(Db, <<"b">>, <<1>>)),
     %% A batch naming a missing table writes nothing.
     ?assertMatch({error, {no_such_table, _}},
                  fraghash_redb_nif:write(Db, [{put, <<"a">>, <<1>>, <<1>>},

@@ -19,6 +19,7 @@
 //! | `wants_flush(Db)` | normal (reads one figure) | `true` or `false` |
 //! | `has_room(Db)` | normal (reads one flag) | `true`, or `false` while the disc is full |
 //! | `get(Db, Tab, Key)` | dirty I/O | `{ok, Value}` or `not_found` |
+//! | `get_now(Db, Tab, Key)` | normal (a read from memory; see [`get_now`]) | the same, or `dirty`: call `get` |
 //! | `first(Db, Tab)`, `last(Db, Tab)` | dirty I/O | `{ok, Key, Value}` or `'$end_of_table'` |
 //! | `next(Db, Tab, Key)`, `prev(Db, Tab, Key)` | dirty I/O | the same |
 //! | `chunk(Db, Tab, Start, Dir, Max)` | dirty I/O | `{ok, [{Key, Value}], more \| done}` |
@@ -29,8 +30,9 @@
 //! `Path`, `Name`, `Tab`, `Key`, `Value` and `Props` are binaries (keys are
 //! order keys, values any bytes). `Opts` is a map with optional `create`
 //! (boolean), `cache_bytes` (integer), `verify` (boolean),
-//! `memtable_bytes` (integer), `log_reserve_bytes` (integer) and
-//! `repair_log` (boolean). `Ops` is a
+//! `memtable_bytes` (integer), `log_reserve_bytes` (integer),
+//! `repair_log` (boolean) and `normal_reads` (boolean, default `true`:
+//! `get_now` reads; `false`: it always answers `dirty`). `Ops` is a
 //! list of `{put, Tab, Key, Value}`, `{delete, Tab, Key}` and `{clear,
 //! Tab}`, applied in one transaction; `Durability` is `immediate`,
 //! `logged` or `deferred` (`fraghash_redb::db::Durability`). `Start` is `edge`, `{after, Key}` or `{at, Key}`; `Dir` is
@@ -52,7 +54,9 @@
 //! library, so the hook is its own), so no panic message or backtrace
 //! reaches the node's terminal.
 
-use std::sync::RwLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{OnceLock, RwLock};
+use std::time::{Duration, Instant};
 
 use fraghash_redb::db::{
     guarded, Chunk, Db, DbError, Direction, Durability, Op, OpenOptions, Start,
@@ -84,6 +88,8 @@ mod atoms {
         log_missing,
         poisoned,
         repair_log,
+        normal_reads,
+        dirty,
         log_reserve_bytes,
         closed,
         create,
@@ -108,8 +114,37 @@ mod atoms {
     }
 }
 
-/// An open database; `None` once closed.
-struct DbResource(RwLock<Option<Db>>);
+/// An open database (`None` once closed), and whether reads may run on a
+/// normal scheduler now ([`get_now`]).
+struct DbResource {
+    db: RwLock<Option<Db>>,
+    normal_reads: AtomicBool,
+    /// Until when (nanoseconds on [`clock`]) `get_now` sends reads to a
+    /// dirty scheduler.
+    dirty_reads_until: AtomicU64,
+}
+
+impl DbResource {
+    fn new(db: Db, normal_reads: bool) -> Self {
+        DbResource {
+            db: RwLock::new(Some(db)),
+            normal_reads: AtomicBool::new(normal_reads),
+            dirty_reads_until: AtomicU64::new(0),
+        }
+    }
+}
+
+/// A read on a normal scheduler that takes longer than this most likely
+/// read the disc: later reads go to dirty schedulers for [`DIRTY_SPELL`].
+const SLOW_READ: Duration = Duration::from_micros(200);
+/// How long reads stay on dirty schedulers after a slow one.
+const DIRTY_SPELL: Duration = Duration::from_secs(1);
+
+/// Nanoseconds since the first call, on a monotonic clock.
+fn clock() -> u64 {
+    static START: OnceLock<Instant> = OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
 
 #[rustler::resource_impl]
 impl rustler::Resource for DbResource {}
@@ -154,7 +189,7 @@ fn with_db<'a>(
 ) -> Term<'a> {
     // A panic while the lock was held cannot leave the `Db` half-changed
     // (redb's own state is its concern), so a poisoned lock is used as is.
-    let guard = res.0.read().unwrap_or_else(|p| p.into_inner());
+    let guard = res.db.read().unwrap_or_else(|p| p.into_inner());
     match guard.as_ref() {
         None => closed(env),
         // A panic (redb's on a damaged page) is `{error, {corrupt, _}}`.
@@ -164,6 +199,14 @@ fn with_db<'a>(
 
 fn utf8<'a>(b: Binary<'a>) -> NifResult<&'a str> {
     std::str::from_utf8(b.as_slice()).map_err(|_| Error::BadArg)
+}
+
+/// The `normal_reads` option (default `true`).
+fn normal_reads(opts: Term) -> NifResult<bool> {
+    match opts.map_get(atoms::normal_reads()) {
+        Ok(v) => v.decode(),
+        Err(_) => Ok(true),
+    }
 }
 
 fn open_options(opts: Term) -> NifResult<OpenOptions> {
@@ -196,9 +239,10 @@ fn open<'a>(env: Env<'a>, path: Binary<'a>, opts: Term<'a>) -> NifResult<Term<'a
         return Err(Error::BadArg);
     }
     let options = open_options(opts)?;
+    let normal = normal_reads(opts)?;
     Ok(match Db::open(utf8(path)?, &options) {
         Ok(db) => {
-            let res = ResourceArc::new(DbResource(RwLock::new(Some(db))));
+            let res = ResourceArc::new(DbResource::new(db, normal));
             (atoms::ok(), res).encode(env)
         }
         Err(e) => db_error(env, &e),
@@ -211,7 +255,7 @@ fn open<'a>(env: Env<'a>, path: Binary<'a>, opts: Term<'a>) -> NifResult<Term<'a
 /// what is wrong.
 #[rustler::nif]
 fn has_room(db: ResourceArc<DbResource>) -> bool {
-    match db.0.try_read() {
+    match db.db.try_read() {
         Ok(guard) => guard.as_ref().is_none_or(Db::has_room),
         Err(_) => true,
     }
@@ -236,7 +280,7 @@ fn log_repairs(env: Env, db: ResourceArc<DbResource>) -> Term {
 /// database is closed, and later calls return `{error, {closed, _}}`.
 #[rustler::nif(schedule = "DirtyIo")]
 fn reopen(env: Env, db: ResourceArc<DbResource>) -> Term {
-    let mut guard = db.0.write().unwrap_or_else(|p| p.into_inner());
+    let mut guard = db.db.write().unwrap_or_else(|p| p.into_inner());
     match guard.take().map(Db::reopen) {
         None => closed(env),
         Some(Ok(again)) => {
@@ -250,7 +294,7 @@ fn reopen(env: Env, db: ResourceArc<DbResource>) -> Term {
 /// Closes the database; later calls on it return `{error, {closed, _}}`.
 #[rustler::nif(schedule = "DirtyIo")]
 fn close(env: Env, db: ResourceArc<DbResource>) -> Term {
-    let taken = db.0.write().unwrap_or_else(|p| p.into_inner()).take();
+    let taken = db.db.write().unwrap_or_else(|p| p.into_inner()).take();
     match taken.map(Db::close) {
         Some(Err(e)) => db_error(env, &e),
         _ => atoms::ok().encode(env),
@@ -371,7 +415,7 @@ fn flush(env: Env, db: ResourceArc<DbResource>) -> Term {
 /// closed.
 #[rustler::nif]
 fn wants_flush(db: ResourceArc<DbResource>) -> bool {
-    match db.0.try_read() {
+    match db.db.try_read() {
         Ok(guard) => guard.as_ref().is_some_and(Db::wants_flush),
         Err(_) => false,
     }
@@ -391,6 +435,48 @@ fn get<'a>(
             None => atoms::not_found().encode(env),
         })
     }))
+}
+
+/// As [`get`], on the calling (normal) scheduler, for the reads the
+/// memtable or redb's page cache answer in microseconds. A normal
+/// scheduler must not wait for a disc, so it answers `dirty` without
+/// reading (the caller then calls `get`, on a dirty I/O scheduler): when
+/// the database was opened with `normal_reads` false, while it is being
+/// opened again or closed, and for [`DIRTY_SPELL`] after a read here took
+/// longer than [`SLOW_READ`] (it read the disc, or waited for a lock).
+/// Reads racing that first slow one can be slow too: at most one per
+/// scheduler.
+#[rustler::nif]
+fn get_now<'a>(
+    env: Env<'a>,
+    db: ResourceArc<DbResource>,
+    tab: Binary<'a>,
+    key: Binary<'a>,
+) -> NifResult<Term<'a>> {
+    let tab = utf8(tab)?;
+    let start = clock();
+    if !db.normal_reads.load(Ordering::Relaxed)
+        || start < db.dirty_reads_until.load(Ordering::Relaxed)
+    {
+        return Ok(atoms::dirty().encode(env));
+    }
+    let Ok(guard) = db.db.try_read() else {
+        return Ok(atoms::dirty().encode(env));
+    };
+    let answer = match guard.as_ref() {
+        None => closed(env),
+        Some(d) => match d.get(tab, key.as_slice()) {
+            Ok(Some(v)) => (atoms::ok(), binary(env, &v)).encode(env),
+            Ok(None) => atoms::not_found().encode(env),
+            Err(e) => db_error(env, &e),
+        },
+    };
+    let end = clock();
+    if end - start > SLOW_READ.as_nanos() as u64 {
+        db.dirty_reads_until
+            .store(end + DIRTY_SPELL.as_nanos() as u64, Ordering::Relaxed);
+    }
+    Ok(answer)
 }
 
 fn one<'a>(env: Env<'a>, r: Option<(Vec<u8>, Vec<u8>)>) -> Term<'a> {
