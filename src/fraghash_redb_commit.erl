@@ -55,10 +55,16 @@ room(Tab) ->
 %% Mnesia on this node (see Fail-stop above).
 -spec commit(atom() | tuple(), [fraghash_redb_nif:op()]) -> ok.
 commit(Tab, Ops) ->
-    case fraghash_redb_db:write(Ops) of
+    try fraghash_redb_db:write(Ops) of
         ok -> ok;
         {error, {no_such_table, _}} = E -> still_here(Tab) andalso fail_stop(Tab, E), ok;
         {error, {Kind, Msg}} -> fail_stop(Tab, Kind, Msg)
+    catch
+        %% The database's process gone (crashed, or stopping with Mnesia),
+        %% or any other failure: Mnesia would catch it and acknowledge.
+        Class:Reason ->
+            fail_stop(Tab, write_failed,
+                      unicode:characters_to_binary(io_lib:format("~p:~0tp", [Class, Reason])))
     end.
 
 still_here(Tab) ->

@@ -4,6 +4,7 @@
 %% Mnesia's start must be refused with the file and what to do, the files
 %% left as they were; `fraghash_redb_copies:repair_log/0' must then say
 %% what it drops, and Mnesia start with every write before the damage.
+%% And a commit that cannot reach the database's process stops Mnesia.
 %%
 %% Needs a distributed node (`-sname') and `FRAGHASH_TEST_DIR';
 %% `scripts/test-mnesia.sh' sets both up.
@@ -20,7 +21,9 @@ damage_test_() ->
     [{timeout, ?T, {"a byte flipped in the middle of the log: start refused, repair drops "
                     "only from the damage on", fun flipped/0}},
      {timeout, ?T, {"both log files deleted: start refused, repair goes on without them",
-                    fun deleted/0}}].
+                    fun deleted/0}},
+     {timeout, ?T, {"the database's process unreachable at a commit: Mnesia stops on the "
+                    "node, the write not acknowledged", fun writer_gone/0}}].
 
 flipped() ->
     {Node, Dir, Log} = written("flip"),
@@ -70,6 +73,28 @@ deleted() ->
     stopped = rpc:call(Node2, mnesia, stop, []),
     ok = rpc:call(Node2, mnesia, start, []),
     stop(Node2).
+
+%% Mnesia catches what a backend raises while it applies a commit and
+%% acknowledges the transaction: the write to a database whose process
+%% cannot be reached (here unregistered, as between a crash and its
+%% restart) must stop Mnesia on the node before the caller is answered.
+writer_gone() ->
+    Name = list_to_atom("fhdmg_gone_" ++ os:getpid()),
+    Dir = filename:join(scratch(), atom_to_list(Name)),
+    {_, Node} = start_peer(Name, Dir, []),
+    ok = rpc:call(Node, mnesia, create_schema, [[Node]]),
+    ok = rpc:call(Node, mnesia, start, []),
+    {atomic, ok} = rpc:call(Node, fraghash_redb_copies, register, []),
+    {atomic, ok} = rpc:call(Node, mnesia, create_table, [d, [{redb_copies, [Node]}]]),
+    {atomic, ok} = rpc:call(Node, mnesia, transaction, [fun() -> mnesia:write({d, 1, kept}) end]),
+    true = rpc:call(Node, erlang, unregister, [fraghash_redb_db]),
+    Answer = rpc:call(Node, mnesia, transaction, [fun() -> mnesia:write({d, 2, lost}) end]),
+    ?assertNotEqual({atomic, ok}, Answer),
+    ok = wait_stopped(Node, 100),
+    ok = rpc:call(Node, mnesia, start, []),
+    ok = rpc:call(Node, mnesia, wait_for_tables, [[d], 30000]),
+    ?assertEqual([{d, 1, kept}], rpc:call(Node, mnesia, dirty_read, [d, 1])),
+    stop(Node).
 
 %% A peer whose redb_copies table `d' got ?WRITES acknowledged writes that
 %% are in the log only (no flush: the memtable is large and the flush
