@@ -376,3 +376,49 @@ fn a_read_begun_after_a_write_returned_sees_it() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     busy.into_iter().for_each(|h| h.join().unwrap());
 }
+
+#[test]
+fn a_close_gives_back_the_room_random_overwrites_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("test.redb");
+    let db = Db::open(&path, &OpenOptions::default()).unwrap();
+    db.create_table("t", b"").unwrap();
+    let value = vec![7u8; 100];
+    let key = |i: u64| i.to_be_bytes();
+    // 20,000 records, then each overwritten at random in small flushed
+    // batches: redb reuses freed pages but keeps the file's length.
+    for chunk in (0..20_000u64).collect::<Vec<_>>().chunks(1000) {
+        let ks: Vec<_> = chunk.iter().map(|&i| key(i)).collect();
+        let ops: Vec<Op> = ks.iter().map(|k| put("t", k, &value)).collect();
+        db.write(&ops, Durability::Immediate).unwrap();
+    }
+    let mut x = 88172645463325252u64;
+    for _ in 0..200 {
+        let ks: Vec<_> = (0..100)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                key(x % 20_000)
+            })
+            .collect();
+        let ops: Vec<Op> = ks.iter().map(|k| put("t", k, b"other")).collect();
+        db.write(&ops, Durability::Immediate).unwrap();
+    }
+    let before = std::fs::metadata(&path).unwrap().len();
+    db.close().unwrap();
+    let after = std::fs::metadata(&path).unwrap().len();
+    assert!(
+        after * 4 <= before * 3,
+        "the file kept {after} of {before} bytes"
+    );
+    let db = Db::open(&path, &OpenOptions::default()).unwrap();
+    assert_eq!(db.len("t").unwrap(), 20_000);
+    assert_eq!(
+        db.get("t", &key(19_999))
+            .unwrap()
+            .map(|v| v.len() == 100 || v == b"other"),
+        Some(true)
+    );
+    db.close().unwrap();
+}

@@ -342,6 +342,19 @@ impl Log {
         self.reserve_room();
     }
 
+    /// Gives back the room reserved past each file's end and reserves no
+    /// more: for a database being closed, whose next open reserves again.
+    /// A failure to cut a file only leaves its room allocated.
+    pub(super) fn release_room(&mut self) {
+        self.reserve = 0;
+        for c in 0..2 {
+            if self.reserved[c] > self.lens[c] {
+                let _ = self.files[c].set_len(self.lens[c]);
+            }
+            self.reserved[c] = 0;
+        }
+    }
+
     /// Whether the last reservation failed for want of room: the appends
     /// taken since live on what was reserved before.
     pub(super) fn low_room(&self) -> bool {

@@ -207,12 +207,26 @@ impl Db {
 
     /// Syncs (which empties the log) and closes the database, reporting an
     /// error of either (dropping a `Db` closes it without the sync: its log
-    /// is replayed at the next open).
+    /// is replayed at the next open), giving back the room its log kept
+    /// for writes ([`OpenOptions::log_reserve_bytes`](super::OpenOptions)). A file of at most
+    /// [`COMPACT_AT_CLOSE_MAX`] whose free and fragmented room is a quarter
+    /// of it or more is compacted first (see [`compact_if_worth`]).
     pub fn close(self) -> Result<(), DbError> {
         let synced = self.sync();
-        let Db { db, path, .. } = self;
+        if synced.is_ok() {
+            // Empty now: the room kept for writes goes back to the disc.
+            self.lock_writer().log.release_room();
+        }
+        let Db { db, path, view, .. } = self;
         synced?;
-        guarded(&path, || db.into_inner().close().at(&path))
+        // Compaction needs every read transaction gone: the view's are.
+        drop(view);
+        let mut db = db.into_inner();
+        guarded(&path, || {
+            compact_if_worth(&mut db, &path);
+            Ok(())
+        })?;
+        guarded(&path, || db.close().at(&path))
     }
 
     /// The writer lock (see [`Writer`]). A panic while it was held leaves
@@ -388,5 +402,46 @@ impl Db {
             batch.insert((table, key), now);
         }
         Ok(out)
+    }
+}
+
+/// The largest file [`Db::close`] compacts: compaction copies the live
+/// pages, about a second per few hundred megabytes, and a stop must not
+/// take minutes.
+pub const COMPACT_AT_CLOSE_MAX: u64 = 1 << 30;
+
+/// Compacts `db` (file `path`, synced, no transaction open) when its free
+/// and fragmented bytes are a quarter of the file or more and the file is
+/// between 1 MiB and [`COMPACT_AT_CLOSE_MAX`]: redb reuses freed pages but
+/// never gives them back, so a file written over at random holds about
+/// two flushes' worth of replaced pages. A compaction that fails (a full
+/// disc) leaves the file as it was, and the next close tries again; one
+/// a crash interrupts is repaired at the next open (redb's commits).
+fn compact_if_worth(db: &mut redb::Database, path: &std::path::Path) {
+    let Ok(file) = std::fs::metadata(path).map(|m| m.len()) else {
+        return;
+    };
+    if !(1 << 20..=COMPACT_AT_CLOSE_MAX).contains(&file) {
+        return;
+    }
+    let free = match db.begin_write() {
+        Ok(txn) => {
+            let stats = txn.stats();
+            let _ = txn.abort();
+            match stats {
+                Ok(s) => s.fragmented_bytes(),
+                Err(_) => return,
+            }
+        }
+        Err(_) => return,
+    };
+    if free * 4 < file {
+        return;
+    }
+    // Each call moves what it can; a few are enough.
+    for _ in 0..4 {
+        if !matches!(db.compact(), Ok(true)) {
+            break;
+        }
     }
 }
