@@ -430,11 +430,16 @@ fn get<'a>(
 ) -> NifResult<Term<'a>> {
     let tab = utf8(tab)?;
     Ok(with_db(env, &db, |d| {
-        Ok(match d.get(tab, key.as_slice())? {
-            Some(v) => (atoms::ok(), binary(env, &v)).encode(env),
-            None => atoms::not_found().encode(env),
-        })
+        Ok(value(env, d.get(tab, key.as_slice())?))
     }))
+}
+
+/// `{ok, Value}` or `not_found`.
+fn value(env: Env<'_>, v: Option<Vec<u8>>) -> Term<'_> {
+    match v {
+        Some(v) => (atoms::ok(), binary(env, &v)).encode(env),
+        None => atoms::not_found().encode(env),
+    }
 }
 
 /// As [`get`], on the calling (normal) scheduler, for the reads the
@@ -466,8 +471,7 @@ fn get_now<'a>(
     let answer = match guard.as_ref() {
         None => closed(env),
         Some(d) => match d.get(tab, key.as_slice()) {
-            Ok(Some(v)) => (atoms::ok(), binary(env, &v)).encode(env),
-            Ok(None) => atoms::not_found().encode(env),
+            Ok(v) => value(env, v),
             Err(e) => db_error(env, &e),
         },
     };
