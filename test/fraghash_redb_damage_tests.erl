@@ -87,10 +87,14 @@ writer_gone() ->
     {atomic, ok} = rpc:call(Node, fraghash_redb_copies, register, []),
     {atomic, ok} = rpc:call(Node, mnesia, create_table, [d, [{redb_copies, [Node]}]]),
     {atomic, ok} = rpc:call(Node, mnesia, transaction, [fun() -> mnesia:write({d, 1, kept}) end]),
+    Writer = rpc:call(Node, erlang, whereis, [fraghash_redb_db]),
     true = rpc:call(Node, erlang, unregister, [fraghash_redb_db]),
     Answer = rpc:call(Node, mnesia, transaction, [fun() -> mnesia:write({d, 2, lost}) end]),
     ?assertNotEqual({atomic, ok}, Answer),
     ok = wait_stopped(Node, 100),
+    %% Mnesia's stop ends the process, which closes the file: the next
+    %% start opens it once that is done.
+    ok = wait_gone(Node, Writer, 300),
     ok = rpc:call(Node, mnesia, start, []),
     ok = rpc:call(Node, mnesia, wait_for_tables, [[d], 30000]),
     ?assertEqual([{d, 1, kept}], rpc:call(Node, mnesia, dirty_read, [d, 1])),
@@ -128,6 +132,12 @@ no_flush(Node) ->
     _ = rpc:call(Node, application, load, [fraghash]),
     ok = rpc:call(Node, application, set_env, [fraghash, redb_sync_ms, 3600000]),
     ok = rpc:call(Node, application, set_env, [fraghash, redb_memtable_bytes, 1 bsl 30]).
+
+wait_gone(Node, Pid, Tries) ->
+    case rpc:call(Node, erlang, is_process_alive, [Pid]) of
+        false -> ok;
+        true when Tries > 0 -> timer:sleep(100), wait_gone(Node, Pid, Tries - 1)
+    end.
 
 %% A start that failed leaves Mnesia stopping for a moment.
 wait_stopped(Node, Tries) ->
