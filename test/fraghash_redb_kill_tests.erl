@@ -4,7 +4,9 @@
 %% killed after a random number of acknowledgements and restarted, and must
 %% hold everything acknowledged, in that round or before (1 round; 8 in the
 %% slow tier). Then a second node joins and loads a copy of the table from
-%% it, holds the same records, and follows its later commits.
+%% it, holds the same records, and follows its later commits. And a node
+%% killed at a random moment of Mnesia's stop, which compacts the file,
+%% holds every record after its restart (2 rounds; 8 in the slow tier).
 %%
 %% Needs a distributed node (`-sname') and `FRAGHASH_TEST_DIR';
 %% `scripts/test-mnesia.sh' sets both up.
@@ -26,6 +28,66 @@ kill9_test_() ->
                     "a second node loads a copy", fun() -> kill9(1) end}}
      | fraghash_test_support:slow_tier(
          [{timeout, ?T * 2, {"kill -9 while writing, 8 times over", fun() -> kill9(8) end}}])].
+
+%% A stop compacts the file (fraghash_redb's close): a kill -9 at a random
+%% moment of the stop, the compaction's included, must lose nothing.
+stop_kill_test_() ->
+    [{timeout, ?T, {"kill -9 during a stop that compacts the file: every record kept",
+                    fun() -> stop_kills(2) end}}
+     | fraghash_test_support:slow_tier(
+         [{timeout, ?T * 2, {"kill -9 during a compacting stop, 8 times over",
+                             fun() -> stop_kills(8) end}}])].
+
+stop_kills(Rounds) ->
+    Id = os:getpid() ++ "_" ++ integer_to_list(Rounds),
+    Dir = filename:join(scratch(), "redb_stop_kill_" ++ Id),
+    Name = list_to_atom("fhredbs_" ++ Id),
+    {_, A} = start_peer(Name, Dir),
+    ok = rpc:call(A, mnesia, create_schema, [[A]]),
+    ok = rpc:call(A, mnesia, start, []),
+    {atomic, ok} = rpc:call(A, fraghash_redb_copies, register, []),
+    {atomic, ok} = rpc:call(A, mnesia, create_table, [s, [{redb_copies, [A]}]]),
+    Value = binary:copy(<<7>>, 100),
+    [{atomic, ok} = rpc:call(A, mnesia, transaction,
+                             [fun() -> [mnesia:write({s, K, Value}) || K <- lists:seq(B, B + 999)],
+                                       ok end])
+     || B <- lists:seq(1, 50000, 1000)],
+    rand:seed(exsss, {41, 17, Rounds}),
+    Shrunk = lists:foldl(fun(Round, N) -> N + stop_kill_round(Name, Dir, A, Round) end,
+                         0, lists:seq(1, Rounds)),
+    report("kill -9 during a stop, ~b rounds: ~b found the file smaller~n", [Rounds, Shrunk]),
+    _ = os:cmd("kill -9 " ++ rpc:call(A, os, getpid, [])),
+    ok.
+
+%% Overwrites 20,000 records at random (a quarter and more of the file
+%% then free), begins Mnesia's stop, kills the node 0 to 80 ms later;
+%% after a restart the table must hold exactly what it held before the
+%% stop. Returns 1 when the file came back smaller (a compaction done, or
+%% cut short).
+stop_kill_round(Name, Dir, A, Round) ->
+    [{atomic, ok} = rpc:call(A, mnesia, transaction,
+                             [fun() -> [mnesia:write({s, rand:uniform(50000), {Round, I, J}})
+                                        || J <- lists:seq(1, 100)], ok end])
+     || I <- lists:seq(1, 200)],
+    All = [{'_', [], ['$_']}],
+    Before = lists:sort(rpc:call(A, fraghash_redb_copies, select, [?ALIAS, s, All])),
+    ok = rpc:call(A, fraghash_redb_copies, sync, []),
+    File = filename:join(Dir, "fraghash.redb"),
+    Size = filelib:file_size(File),
+    OsPid = rpc:call(A, os, getpid, []),
+    rpc:cast(A, mnesia, stop, []),
+    timer:sleep(rand:uniform(80) - 1),
+    _ = os:cmd("kill -9 " ++ OsPid),
+    wait_down(A),
+    {_, A} = start_peer(Name, Dir),
+    ok = rpc:call(A, mnesia, start, []),
+    ok = rpc:call(A, mnesia, wait_for_tables, [[s], 60000]),
+    After = lists:sort(rpc:call(A, fraghash_redb_copies, select, [?ALIAS, s, All])),
+    ?assertEqual({Round, 50000, true}, {Round, length(After), After =:= Before}),
+    case filelib:file_size(File) < Size of
+        true -> 1;
+        false -> 0
+    end.
 
 kill9(Rounds) ->
     Id = os:getpid() ++ "_" ++ integer_to_list(Rounds),
