@@ -16,7 +16,8 @@
 
 -include_lib("eunit/include/eunit.hrl").
 
--import(fraghash_test_support, [scratch/0, start_peer/2, wait_down/1, report/2]).
+-import(fraghash_test_support, [scratch/0, start_peer/2, start_redb_peer/3, wait_down/1,
+                                report/2]).
 
 -export([acked_bag_writer/3]).
 
@@ -513,10 +514,7 @@ kill9() ->
     Id = os:getpid(),
     DirA = filename:join(scratch(), "redb_bag_kill_a_" ++ Id),
     NameA = list_to_atom("fhbaga_" ++ Id),
-    {_, A} = start_peer(NameA, DirA),
-    ok = rpc:call(A, mnesia, create_schema, [[A]]),
-    ok = rpc:call(A, mnesia, start, []),
-    {atomic, ok} = rpc:call(A, fraghash_redb_copies, register, []),
+    {_, A} = start_redb_peer(NameA, DirA, []),
     {atomic, ok} = rpc:call(A, mnesia, create_table, [kb, [{redb_copies, [A]}, {type, bag},
                                                            {attributes, [k, v, w]},
                                                            {index, [v]}]]),

@@ -12,7 +12,7 @@
 
 -include_lib("eunit/include/eunit.hrl").
 
--import(fraghash_test_support, [scratch/0, start_peer/3, wait_down/1]).
+-import(fraghash_test_support, [scratch/0, start_peer/3, start_redb_peer/3, wait_down/1]).
 
 -define(T, 120).
 -define(WRITES, 3000).
@@ -81,10 +81,7 @@ deleted() ->
 writer_gone() ->
     Name = list_to_atom("fhdmg_gone_" ++ os:getpid()),
     Dir = filename:join(scratch(), atom_to_list(Name)),
-    {_, Node} = start_peer(Name, Dir, []),
-    ok = rpc:call(Node, mnesia, create_schema, [[Node]]),
-    ok = rpc:call(Node, mnesia, start, []),
-    {atomic, ok} = rpc:call(Node, fraghash_redb_copies, register, []),
+    {_, Node} = start_redb_peer(Name, Dir, []),
     {atomic, ok} = rpc:call(Node, mnesia, create_table, [d, [{redb_copies, [Node]}]]),
     {atomic, ok} = rpc:call(Node, mnesia, transaction, [fun() -> mnesia:write({d, 1, kept}) end]),
     Writer = rpc:call(Node, erlang, whereis, [fraghash_redb_db]),
@@ -106,11 +103,7 @@ writer_gone() ->
 written(Case) ->
     Name = list_to_atom("fhdmg_" ++ Case ++ "_" ++ os:getpid()),
     Dir = filename:join(scratch(), atom_to_list(Name)),
-    {_, Node} = start_peer(Name, Dir, []),
-    ok = no_flush(Node),
-    ok = rpc:call(Node, mnesia, create_schema, [[Node]]),
-    ok = rpc:call(Node, mnesia, start, []),
-    {atomic, ok} = rpc:call(Node, fraghash_redb_copies, register, []),
+    {_, Node} = start_redb_peer(Name, Dir, no_flush_env()),
     {atomic, ok} = rpc:call(Node, mnesia, create_table, [d, [{redb_copies, [Node]}]]),
     [{atomic, ok} = rpc:call(Node, mnesia, transaction, [fun() -> mnesia:write({d, K, K}) end])
      || K <- lists:seq(1, ?WRITES)],
@@ -130,8 +123,12 @@ restart(Node, Dir) ->
 
 no_flush(Node) ->
     _ = rpc:call(Node, application, load, [fraghash]),
-    ok = rpc:call(Node, application, set_env, [fraghash, redb_sync_ms, 3600000]),
-    ok = rpc:call(Node, application, set_env, [fraghash, redb_memtable_bytes, 1 bsl 30]).
+    [ok = rpc:call(Node, application, set_env, [fraghash, K, V]) || {K, V} <- no_flush_env()],
+    ok.
+
+%% No flush for an hour, nor before 1 GiB of memtable.
+no_flush_env() ->
+    [{redb_sync_ms, 3600000}, {redb_memtable_bytes, 1 bsl 30}].
 
 wait_gone(Node, Pid, Tries) ->
     case rpc:call(Node, erlang, is_process_alive, [Pid]) of

@@ -14,7 +14,8 @@
 
 -include_lib("eunit/include/eunit.hrl").
 
--import(fraghash_test_support, [scratch/0, report/2, start_peer/2, wait_down/1]).
+-import(fraghash_test_support, [scratch/0, report/2, start_peer/2, start_redb_peer/3,
+                                wait_down/1]).
 
 -define(KEYS, 2000).
 -define(WRITES, 400).
@@ -55,11 +56,7 @@ mounted(Case, Run) ->
 %% A peer with table `f' of ?KEYS old values, synced, and its disc then
 %% filled to the last byte.
 full_node(Mount, Name, Dir, Env) ->
-    {_, Node} = start_peer(Name, Dir),
-    [ok = rpc:call(Node, application, set_env, [fraghash, K, V]) || {K, V} <- Env],
-    ok = rpc:call(Node, mnesia, create_schema, [[Node]]),
-    ok = rpc:call(Node, mnesia, start, []),
-    {atomic, ok} = rpc:call(Node, fraghash_redb_copies, register, []),
+    {_, Node} = start_redb_peer(Name, Dir, Env),
     {atomic, ok} = rpc:call(Node, mnesia, create_table, [f, [{redb_copies, [Node]}]]),
     {atomic, ok} = rpc:call(Node, mnesia, transaction,
                             [fun() -> [mnesia:write({f, K, old}) || K <- lists:seq(1, ?KEYS)],

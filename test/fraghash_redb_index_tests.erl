@@ -15,7 +15,8 @@
 
 -include_lib("eunit/include/eunit.hrl").
 
--import(fraghash_test_support, [scratch/0, start_peer/2, wait_down/1, report/2]).
+-import(fraghash_test_support, [scratch/0, start_peer/2, start_redb_peer/3, wait_down/1,
+                                report/2]).
 
 -export([traced_start/1, writer/3, check/1]).
 
@@ -226,10 +227,7 @@ kill9() ->
     Id = os:getpid(),
     DirA = filename:join(scratch(), "redb_ix_kill_a_" ++ Id),
     NameA = list_to_atom("fhixa_" ++ Id),
-    {_, A} = start_peer(NameA, DirA),
-    ok = rpc:call(A, mnesia, create_schema, [[A]]),
-    ok = rpc:call(A, mnesia, start, []),
-    {atomic, ok} = rpc:call(A, fraghash_redb_copies, register, []),
+    {_, A} = start_redb_peer(NameA, DirA, []),
     Tabs = [kx_set, kx_bag],
     [{atomic, ok} = rpc:call(A, mnesia, create_table,
                              [Tab, [{redb_copies, [A]}, {type, Type}, {attributes, [key, a, b]},

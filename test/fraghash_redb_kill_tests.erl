@@ -14,7 +14,8 @@
 
 -include_lib("eunit/include/eunit.hrl").
 
--import(fraghash_test_support, [scratch/0, start_peer/2, wait_down/1, report/2]).
+-import(fraghash_test_support, [scratch/0, start_peer/2, start_redb_peer/3, wait_down/1,
+                                report/2]).
 
 -export([acked_writer/3]).
 
@@ -42,10 +43,7 @@ stop_kills(Rounds) ->
     Id = os:getpid() ++ "_" ++ integer_to_list(Rounds),
     Dir = filename:join(scratch(), "redb_stop_kill_" ++ Id),
     Name = list_to_atom("fhredbs_" ++ Id),
-    {_, A} = start_peer(Name, Dir),
-    ok = rpc:call(A, mnesia, create_schema, [[A]]),
-    ok = rpc:call(A, mnesia, start, []),
-    {atomic, ok} = rpc:call(A, fraghash_redb_copies, register, []),
+    {_, A} = start_redb_peer(Name, Dir, []),
     {atomic, ok} = rpc:call(A, mnesia, create_table, [s, [{redb_copies, [A]}]]),
     Value = binary:copy(<<7>>, 100),
     [{atomic, ok} = rpc:call(A, mnesia, transaction,
@@ -93,10 +91,7 @@ kill9(Rounds) ->
     Id = os:getpid() ++ "_" ++ integer_to_list(Rounds),
     DirA = filename:join(scratch(), "redb_kill_a_" ++ Id),
     NameA = list_to_atom("fhredba_" ++ Id),
-    {_, A} = start_peer(NameA, DirA),
-    ok = rpc:call(A, mnesia, create_schema, [[A]]),
-    ok = rpc:call(A, mnesia, start, []),
-    {atomic, ok} = rpc:call(A, fraghash_redb_copies, register, []),
+    {_, A} = start_redb_peer(NameA, DirA, []),
     {atomic, ok} = rpc:call(A, mnesia, create_table,
                             [k, [{redb_copies, [A]}, {type, ordered_set}]]),
     rand:seed(exsss, {7, 11, Rounds}),

@@ -1,11 +1,12 @@
 %% @doc What the EUnit modules of test/ share: the scratch directory, the
-%% slow tier's switch, a Mnesia of their own, peer nodes (started, recorded
-%% for scripts/test-mnesia.sh to kill, waited for), quiet output, fragmented
+%% slow tier's switch, a Mnesia of their own, peer nodes (started, for
+%% `redb_copies' too, recorded for scripts/test-mnesia.sh to kill, waited
+%% for), quiet output, fragmented
 %% tables made and filled, and two helpers on hash states.
 -module(fraghash_test_support).
 
 -export([scratch/0, slow_tier/1, start_mnesia/1, stop_mnesia/1, quiet_overload/0, report/2,
-         start_peer/2, start_peer/3, record_peer/1, wait_down/1, create_frag/4, fill/3, grow/3,
+         start_peer/2, start_peer/3, start_redb_peer/3, record_peer/1, wait_down/1, create_frag/4, fill/3, grow/3,
          inline_kind/1, start_journaled/1, frag_contents/1, frag_read/2]).
 
 %% @doc The scratch directory scripts/test-mnesia.sh made
@@ -123,6 +124,18 @@ start_peer(Name, Dir, Args) ->
     %% directory, not the current one.
     ok = rpc:call(Node, application, set_env, [mnesia, core_dir, scratch()]),
     record_peer(Node),
+    {Peer, Node}.
+
+%% @doc A peer as {@link start_peer/2} for `redb_copies' tables: `Env'
+%% (`[{Key, Value}]') set in its fraghash application, a disc schema of its
+%% own, Mnesia started and the backend registered.
+start_redb_peer(Name, Dir, Env) ->
+    {Peer, Node} = start_peer(Name, Dir),
+    _ = rpc:call(Node, application, load, [fraghash]),
+    [ok = rpc:call(Node, application, set_env, [fraghash, K, V]) || {K, V} <- Env],
+    ok = rpc:call(Node, mnesia, create_schema, [[Node]]),
+    ok = rpc:call(Node, mnesia, start, []),
+    {atomic, ok} = rpc:call(Node, fraghash_redb_copies, register, []),
     {Peer, Node}.
 
 %% @doc Records a peer's OS pid, so scripts/test-mnesia.sh kills it if a

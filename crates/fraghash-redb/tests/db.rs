@@ -379,9 +379,8 @@ fn a_read_begun_after_a_write_returned_sees_it() {
 
 #[test]
 fn a_close_gives_back_the_room_random_overwrites_left() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("test.redb");
-    let db = Db::open(&path, &OpenOptions::default()).unwrap();
+    let (_dir, db) = fresh();
+    let path = db.path().to_path_buf();
     db.create_table("t", b"").unwrap();
     let value = vec![7u8; 100];
     let key = |i: u64| i.to_be_bytes();

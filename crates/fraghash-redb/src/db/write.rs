@@ -224,9 +224,8 @@ impl Db {
         let mut db = db.into_inner();
         guarded(&path, || {
             compact_if_worth(&mut db, &path);
-            Ok(())
-        })?;
-        guarded(&path, || db.close().at(&path))
+            db.close().at(&path)
+        })
     }
 
     /// The writer lock (see [`Writer`]). A panic while it was held leaves
