@@ -33,7 +33,9 @@
 %% table that some node which did sync also holds on disc: when it comes back, Mnesia loads that table
 %% from the live copy, not from its own files. A node that is up but apart
 %% (Mnesia here does not count it as running: a partition) is not: it
-%% counts as a node that cannot sync. Raises when a table's commit is on
+%% counts as a node that cannot sync; so is one this node cannot reach
+%% while a node that synced still runs with it (a cut between this node
+%% and it alone). Raises when a table's commit is on
 %% disc nowhere (its only holders down), or a node cannot sync (a write
 %% that fails, a partition): whatever the caller was about to record as
 %% done (a journal entry removed, an operation returned, a write
@@ -52,15 +54,38 @@ tables(Tables) ->
     Synced = [N || {N, {ok, ok}} <- Results, lists:member(N, Running)],
     %% A node whose Mnesia is stopped is down to Mnesia: it commits nothing
     %% meanwhile and loads from a live copy when it starts.
-    Down = [N || {N, R} <- Results, R =:= {error, {erpc, noconnection}}
-                                        orelse R =:= {ok, mnesia_stopped}],
-    Failed = Apart ++ [{N, R} || {N, R} <- Results, R =/= {ok, ok}, not lists:member(N, Down)],
+    Unreached = [N || {N, R} <- Results, R =:= {error, {erpc, noconnection}}
+                                             orelse R =:= {ok, mnesia_stopped}],
+    %% A node this one cannot reach but that a node which synced still
+    %% runs with is cut from this node only, not down: it may have missed
+    %% commits made here since (Mnesia here took it for down, its peers
+    %% did not), and it stays in the cluster the heal keeps.
+    CutOff = cut_off(Unreached, Synced -- [node()]),
+    Down = Unreached -- CutOff,
+    Failed = Apart ++ [{N, partitioned} || N <- CutOff]
+        ++ [{N, R} || {N, R} <- Results, R =/= {ok, ok}, not lists:member(N, Unreached)],
     %% Tables a down node holds that no node which synced holds too.
     Lost = [T || {T, Ns} <- Holders, lists:any(fun(N) -> lists:member(N, Down) end, Ns),
                  not lists:any(fun(N) -> lists:member(N, Synced) end, Ns)],
     case {Failed, Lost} of
         {[], []} -> ok;
         _ -> error({fraghash, not_durable, #{failed => Failed, down => Down, tables => Lost}})
+    end.
+
+%% Those of `Unreached' that one of `Synced' counts among the nodes Mnesia
+%% runs on (asked only when some node was not reached); all of them when
+%% one of `Synced' does not answer (cut off since its sync, it cannot say).
+cut_off([], _Synced) ->
+    [];
+cut_off(_Unreached, []) ->
+    [];
+cut_off(Unreached, Synced) ->
+    Answers = erpc:multicall(Synced, mnesia, system_info, [running_db_nodes], ?TIMEOUT_MS),
+    case [L || {ok, L} <- Answers, is_list(L)] of
+        Lists when length(Lists) =:= length(Synced) ->
+            [N || N <- Unreached, lists:member(N, lists:append(Lists))];
+        _ ->
+            Unreached
     end.
 
 %% @doc `ok', unless Mnesia's log on this node failed to sync (a full disc)

@@ -23,7 +23,7 @@
 -module(fraghash_frag).
 
 -export([add_frag/2, relieve/3, del_frag/1, change_hash_module/2, change_hash_module/3,
-         recover/0, recover/1, loadable_tables/0, check_replicas/1,
+         recover/0, recover/1, loadable_tables/0, check_replicas/1, repair_replicas/1,
          stale_copies/1, repair/1,
          hash/1, frag_name/2, disc_bytes/1, set_step_hook/1]).
 -export([distribution/1, info/1, operations/0, set_progress_hook/1]).
@@ -211,14 +211,32 @@ recover_locked(Tab) ->
 %% read lock on the fragment, which its writers wait for), under the
 %% table's lock, which operations wait for: O(records of the table) per
 %% copy, about as long as reading the table once. {@link recover/0} runs it
-%% on every fragmented table. See {@link fraghash_frag_info:replicas/1} for
+%% on every fragmented table, and {@link repair_replicas/1} makes copies
+%% that differ agree. See {@link fraghash_frag_info:replicas/1} for
 %% the counts and digests themselves.
 -spec check_replicas(atom()) -> ok | {error, {fraghash, atom(), string()}}.
 check_replicas(Tab) ->
     when_running(fun() ->
-                         global:trans(lock(Tab),
-                                      fun() -> fraghash_frag_info:running_replicas(Tab) end)
+                         global:trans(lock(Tab), fun() -> fraghash_replicas:running(Tab) end)
                  end, fun(Reason) -> {error, Reason} end).
+
+%% @doc Makes the copies of each fragment of `Tab' held by nodes where
+%% Mnesia runs with this one agree, key by key, where {@link
+%% check_replicas/1} finds them differing: a record one copy lacks is
+%% written to every copy; a `set' key held with different records keeps
+%% the one most copies hold; a `bag' key keeps every record any copy
+%% holds. `{ok, Settled}' lists each key rewritten (`fragment', `key',
+%% `copies' as each held it, `kept'), after which the copies agree; `{error,
+%% Reason}' otherwise. Copies come apart when Mnesia resolves a
+%% transaction whose coordinating node was cut off or killed differently on
+%% two participants (docs/mnesia-cluster.md); no write acknowledged by
+%% {@link fraghash_durable:tables/1} is among such differences, so none is
+%% undone. Under the table's lock; see {@link fraghash_replicas:repair/1}
+%% for the cost.
+-spec repair_replicas(atom()) -> {ok, [map()]} | {error, term()}.
+repair_replicas(Tab) ->
+    when_running(fun() -> global:trans(lock(Tab), fun() -> fraghash_replicas:repair(Tab) end) end,
+                 fun(Reason) -> {error, Reason} end).
 
 %% @doc How many records sit in a fragment other than the one
 %% `key_to_frag_number' names (0 for a healthy table).

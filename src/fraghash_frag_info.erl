@@ -7,8 +7,7 @@
 %% them (the replicas as `check_replicas/1').
 -module(fraghash_frag_info).
 
--export([distribution/1, info/1, fragment_size/1, replicas/1, running_replicas/1,
-         local_digest/1, operations/0]).
+-export([distribution/1, info/1, fragment_size/1, replicas/1, operations/0]).
 
 -include("fraghash.hrl").
 
@@ -140,7 +139,7 @@ replicas(Tab) ->
             Error;
         {_Mod, _State, N} ->
             Frags = [fraghash_tab:frag_name(Tab, I) || I <- lists:seq(1, N)],
-            Per = [{F, [{Node, rpc:call(Node, ?MODULE, local_digest, [F], 600000)}
+            Per = [{F, [{Node, rpc:call(Node, fraghash_replicas, local_digest, [F], 600000)}
                         || Node <- lists:usort(mnesia:table_info(F, all_nodes))]}
                    || F <- Frags],
             Down = [{F, Node} || {F, Ds} <- Per, {Node, {badrpc, _}} <- Ds],
@@ -161,75 +160,6 @@ replicas(Tab) ->
                      Differ}
             end
     end.
-
-%% @doc As {@link replicas/1}, on the copies held by nodes where Mnesia
-%% runs with this one (a node stopped or apart loads its copies from them
-%% when it joins), for each fragment with two such copies or more: `ok',
-%% or `{error, {fraghash, replicas_differ, Text}}', `Text' naming each
-%% fragment, its nodes and their counts, and what to do. Each fragment is
-%% read under a read lock on it (its writers wait meanwhile), and one
-%% found differing is read again twice, 200 ms apart, so that a commit on
-%% its way to a copy (or a dirty write) is not taken for a difference.
-%% O(records) on every holder, the holders of a fragment in parallel.
--spec running_replicas(atom()) -> ok | {error, {fraghash, atom(), string()}}.
-running_replicas(Tab) ->
-    case table_hash(Tab) of
-        {error, _} = Error ->
-            Error;
-        {_Mod, _State, N} ->
-            Frags = [{I, fraghash_tab:frag_name(Tab, I)} || I <- lists:seq(1, N)],
-            case [{I, F, Ds} || {I, F} <- Frags, {differ, Ds} <- [compare(F, 3)]] of
-                [] -> ok;
-                Differ -> {error, {fraghash, replicas_differ, differ_text(Tab, Differ)}}
-            end
-    end.
-
-%% `same', or `{differ, [{Node, Records, Digest} | {Node, unreadable,
-%% Why}]}' after `Tries' reads; the holders where Mnesia runs are asked
-%% again at each (a node killed meanwhile leaves them).
-compare(F, Tries) ->
-    Running = mnesia:system_info(running_db_nodes),
-    case [Nd || Nd <- lists:usort(mnesia:table_info(F, all_nodes)), lists:member(Nd, Running)] of
-        [_, _ | _] = Nodes ->
-            Read = fun() ->
-                           mnesia:lock({table, F}, read),
-                           erpc:multicall(Nodes, ?MODULE, local_digest, [F], 600000)
-                   end,
-            Ds = case mnesia:transaction(Read) of
-                     {atomic, Rs} -> lists:zip(Nodes, Rs);
-                     {aborted, Why} -> [{node(), {aborted, Why}}]
-                 end,
-            case lists:usort([R || {_, R} <- Ds]) of
-                [{ok, _}] -> same;
-                _ when Tries > 1 -> timer:sleep(200), compare(F, Tries - 1);
-                _ -> {differ, [{Nd, C, D} || {Nd, {ok, {C, D}}} <- Ds]
-                          ++ [{Nd, unreadable, R} || {Nd, R} <- Ds, element(1, R) =/= ok]}
-            end;
-        _ ->
-            same
-    end.
-
-differ_text(Tab, Differ) ->
-    Each = [io_lib:format("fragment ~b (~s): ~s", [I, F, lists:join(", ", [copy(D) || D <- Ds])])
-            || {I, F, Ds} <- Differ],
-    lists:flatten(
-      io_lib:format("the copies of ~s differ, ~s: keep the right ones (stop Mnesia on every "
-                    "node whose copy is wrong and start it again while a node with the right "
-                    "copy runs, so that it loads from there; or write the right records "
-                    "again), then run fraghash_frag:recover/0 again",
-                    [Tab, lists:join("; ", Each)])).
-
-copy({Node, unreadable, R}) -> io_lib:format("~s unreadable (~0tP)", [Node, R, 8]);
-copy({Node, C, D}) -> io_lib:format("~s ~b records (digest ~.16b)", [Node, C, D]).
-
-%% @doc This node's copy of `Frag': `{Records, Digest}', the digest the
-%% sum of a hash of each record (so the same for the same records in any
-%% order).
--spec local_digest(atom()) -> {non_neg_integer(), non_neg_integer()}.
-local_digest(Frag) ->
-    Fold = fun(Rec, {C, D}) -> {C + 1, (D + erlang:phash2(Rec, 1 bsl 32)) band (1 bsl 64 - 1)} end,
-    mnesia:activity(async_dirty, fun() -> mnesia:foldl(Fold, {0, 0}, Frag) end, [],
-                    mnesia).
 
 %% The table's hash, for inspection: a table that is not fragmented is
 %% one fragment of its own (`{none, none, 1}'); a missing one an error
