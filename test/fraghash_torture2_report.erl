@@ -51,11 +51,13 @@ report(Kills, Checks, Secs, Excluded) ->
               Sum = fun(K) -> lists:sum([maps:get(K, C) || C <- Cs]) end,
               io:format(user, "~-16s checks=~b records_checked=~b lost_or_wrong ours=~b "
                         "control=~b dup=~b misplaced=~b orphans=~b journal_left=~b "
-                        "structure=~b disagree=~b | kills inside: ~s~n",
+                        "structure=~b disagree=~b settled=~b settled_bad=~b | kills inside: ~s~n",
                         [Tab, length(Cs), Sum(checked), Sum(ours), Sum(control_lost),
                          Sum(duplicates), Sum(misplaced), Sum(orphans), Sum(journal_left),
                          length([C || #{structure := [_ | _]} = C <- Cs]),
-                         length([C || #{disagree := true} = C <- Cs]), fmt_counts(InTab)]),
+                         length([C || #{disagree := true} = C <- Cs]),
+                         Sum(settled), length(lists:append([B || #{settled_bad := B} <- Cs])),
+                         fmt_counts(InTab)]),
               [io:format(user, "  run ~b: ours ~0p, control ~0p; faults ~0p~n",
                          [R, OK, CK, maps:get(faults, C, [])])
                || #{run := R, ours_keys := OK, control_keys := CK} = C <- Cs, OK ++ CK =/= []]

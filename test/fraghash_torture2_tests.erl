@@ -311,10 +311,50 @@ recover_all(Ctx = #{dir := Dir}, Run, Cl, Together) ->
                       end,
             case lists:usort(Results) of
                 [ok] -> ok;
-                _ -> error({recover_failed, Run, Results, recover_diag(Dir, Cl)})
+                _ ->
+                    case differing(Results) of
+                        {true, Tabs} ->
+                            %% Copies Mnesia resolved apart (a commit cut
+                            %% or killed on its way): made to agree, and
+                            %% checked against the acknowledgements below.
+                            [settle(Run, hd(Ns), T) || T <- Tabs],
+                            case lists:usort([rpc:call(N, ?NODE, recover, [Dir], ?WAIT_MS)
+                                              || N <- Ns]) of
+                                [ok] -> ok;
+                                Again -> error({recover_failed, Run, Again,
+                                                recover_diag(Dir, Cl)})
+                            end;
+                        false ->
+                            error({recover_failed, Run, Results, recover_diag(Dir, Cl)})
+                    end
             end,
             {Cl, []}
     end.
+
+%% `{true, Tables}' when every recovery that failed found only copies that
+%% differ (in `Tables'), else `false'.
+differing(Results) ->
+    Per = [case R of
+               ok -> [];
+               {error, L} when is_list(L) ->
+                   [case E of
+                        {T, {error, {fraghash, replicas_differ, _}}} -> T;
+                        _ -> other
+                    end || E <- L];
+               _ -> [other]
+           end || R <- Results],
+    Tabs = lists:usort(lists:append(Per)),
+    case lists:member(other, Tabs) of
+        true -> false;
+        false -> {true, Tabs}
+    end.
+
+%% fraghash_frag:repair_replicas/1 of `T' on `Node', what it settled kept
+%% (`settled' in the process dictionary) for check_all/3.
+settle(Run, Node, T) ->
+    {ok, Settled} = rpc:call(Node, fraghash_frag, repair_replicas, [T], ?WAIT_MS),
+    put(settled, [{Run, T, S} || S <- Settled] ++ get_list(settled)),
+    ok.
 
 %% What each node holds of every fragmented table and the journal, with
 %% the last marks: for telling what a failed recovery met.
@@ -366,6 +406,13 @@ check_all(#{dir := Dir}, Run, Cl) ->
                          || K <- lists:sublist(Ours, 5)],
              [ok = rpc:call(hd(Nodes), ?NODE, repair, [Dir, Run, Tab, {AllBad, Exp}], ?WAIT_MS)
               || AllBad =/= []],
+             %% Each key repair_replicas/1 settled in this run: every
+             %% copy held, before, a value the acknowledgements allow (a
+             %% copy lacking an acknowledged write would not).
+             Settled = [{K, Copies} || {R, T, #{key := K, copies := Copies}} <- get_list(settled),
+                                       R =:= Run, lists:member(T, [Tab, ?NODE:control(Tab)])],
+             SettledBad = [K || {K, Copies} <- Settled, not settled_ok(maps:get(K, Exp, none),
+                                                                       Copies)],
              Sum = fun(Key) -> lists:sum([maps:get(Key, C) || {_, {C, _, _}, _} <- Per]) end,
              #{run => Run, tab => Tab, nodes => [{N, C} || {N, {C, _, _}, _} <- Per],
                checked => Sum(checked), ours => length(Ours),
@@ -377,11 +424,25 @@ check_all(#{dir := Dir}, Run, Cl) ->
                structure => [{N, K} || {N, {C, _, _}, _} <- Per,
                                        K <- [sizes_add_up, frag_names_match, copies_ok, index_ok],
                                        not maps:get(K, C)],
+               settled => length(Settled), settled_bad => SettledBad,
                disagree => length(Layouts) > 1,
                disagree_detail => [fraghash_torture2_report:differences(Per)
                                    || length(Layouts) > 1]}
          end || Tab <- ?NODE:tables()],
     {Cl, Checks}.
+
+%% Whether every copy's records of a settled key held values `Exp'
+%% (`{LastAcked, [LaterIntents]}', `none' for a key never written) allows.
+settled_ok(none, _Copies) ->
+    false;
+settled_ok({Last, Maybe}, Copies) ->
+    lists:all(fun({_Node, Recs}) ->
+                      Vals = case Recs of
+                                 [] -> [deleted];
+                                 _ -> [element(3, R) || R <- Recs]
+                             end,
+                      lists:all(fun(V) -> lists:member(V, [Last | Maybe]) end, Vals)
+              end, Copies).
 
 %% Key => {LastAcked, [LaterIntents]}: each writer's log (the keys of one
 %% are no other's).
@@ -396,8 +457,9 @@ expected(Dir, Tab) ->
 %% heal gives up is left out of the expected values, and Mnesia keeps
 %% everything else on the kept side.
 faulty(#{ours := O, duplicates := D, misplaced := M, orphans := Or, journal_left := J,
-         structure := S, disagree := Dis} = C) ->
+         structure := S, disagree := Dis, settled_bad := SB} = C) ->
     O > 0 orelse D > 0 orelse M > 0 orelse Or > 0 orelse J > 0 orelse S =/= [] orelse Dis
+        orelse SB =/= []
         orelse (maps:get(partition, C, false) andalso control_lost(C) > 0).
 
 control_lost(#{control_lost := C}) -> C.

@@ -6,8 +6,9 @@
 %% never-migrated control; writers on every node; kill -9 of one node or
 %% two at a step of an add, a del or a relieve, right after one returned,
 %% or during recovery; with `FRAGHASH_TORTURE3_PARTITIONS' percent of the
-%% faults (default 0), partitions of one node from the other two, healed
-%% by keeping the two (see fraghash_torture2_partition:share/0). Every acknowledged write and delete on every
+%% faults (default 20), partitions of one node from the other two, healed
+%% by keeping the two (see fraghash_torture2_partition:share/0), copies
+%% left differing repaired. Every acknowledged write and delete on every
 %% replica, no key twice or misplaced, every fragment with its copies, the
 %% three nodes agreeing.
 %%
