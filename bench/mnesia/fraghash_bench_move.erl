@@ -60,7 +60,7 @@
 %% `fraghash_bench_trace'): where writers waited and the time went.
 -module(fraghash_bench_move).
 
--export([run/4, load_local/1, random_key/0, fewest_to_balance/3]).
+-export([run/4, run/5, load_local/1, random_key/0, fewest_to_balance/3]).
 
 -define(MOVED, moved).
 -define(REBALANCED, rebalanced).
@@ -93,9 +93,18 @@
 %% @doc Runs case `Case' (`move' or `rebalance', see the module doc) with
 %% `Records' records (the moved fragment's; the rebalanced table's) under
 %% `Dir', an empty scratch directory; prints a Markdown table, with a JSON
-%% object per row as well when `Format' is `json'.
+%% object per row as well when `Format' is `json'. The moved fragment's
+%% copies are `disc_copies'.
 -spec run(string(), move | rebalance, pos_integer(), table | json) -> ok.
 run(Dir, Case, Records, Format) ->
+    run(Dir, Case, Records, Format, disc_copies).
+
+%% @doc As {@link run/4}, the move case's fragments of `Storage'
+%% (`disc_copies' or `redb_copies'; made on `disc_copies' and changed, as
+%% Mnesia cannot create fragments of a backend type).
+-spec run(string(), move | rebalance, pos_integer(), table | json,
+          disc_copies | redb_copies) -> ok.
+run(Dir, Case, Records, Format, Storage) ->
     Peers = case Case of
                 move -> [b, c];
                 rebalance -> [b, c, d]
@@ -105,7 +114,7 @@ run(Dir, Case, Records, Format) ->
     {Nodes, PeerPids} = cluster(Dir, Peers),
     try
         case Case of
-            move -> move_case(Nodes, Records, Format);
+            move -> move_case(Nodes, Records, Format, Storage);
             rebalance -> rebalance_case(Nodes, Records, Format)
         end
     after
@@ -151,7 +160,7 @@ create(Tab, N, Pool) ->
 load(Tab, FragKeys, Nodes) ->
     T0 = erlang:monotonic_time(millisecond),
     ByNode = [{N, [{F, Ks} || {I, Ks} <- FragKeys, F <- [fraghash_frag:frag_name(Tab, I)],
-                             mnesia:table_info(F, disc_copies) =:= [N]]}
+                             holders(F) =:= [N]]}
               || N <- Nodes],
     Requests = [erpc:send_request(N, ?MODULE, load_local, [Work]) || {N, Work} <- ByNode,
                                                                      Work =/= []],
@@ -160,8 +169,10 @@ load(Tab, FragKeys, Nodes) ->
     %% Every record is in its fragment's .DCL file now, which the next
     %% schema commit's dump would rewrite into .DCD files within the first
     %% operation measured: done now, as for a table written long ago.
-    [dumped = rpc:call(N, mnesia_controller, snapshot_dcd, [[F || {F, _} <- Work]], ?CALL_MS)
-     || {N, Work} <- ByNode, Work =/= []],
+    [dumped = rpc:call(N, mnesia_controller, snapshot_dcd, [Disc], ?CALL_MS)
+     || {N, Work} <- ByNode,
+        Disc <- [[F || {F, _} <- Work, mnesia:table_info(F, storage_type) =:= disc_copies]],
+        Disc =/= []],
     io:format(standard_error, "loaded ~b records in ~.1f s~n",
               [lists:sum([length(Ks) || {_, Ks} <- FragKeys]),
                (erlang:monotonic_time(millisecond) - T0) / 1000]).
@@ -204,22 +215,31 @@ random_key() ->
 
 %%% One move
 
-move_case([_A, B, C] = Nodes, Records, Format) ->
+move_case([_A, B, C] = Nodes, Records, Format, Storage) ->
     ok = create(?MOVED, 2, [B, C]),
+    case Storage of
+        disc_copies ->
+            ok;
+        redb_copies ->
+            {atomic, ok} = fraghash_redb_copies:register(),
+            [{atomic, ok} = mnesia:change_table_copy_type(F, N, Storage)
+             || F <- [fraghash_frag:frag_name(?MOVED, I) || I <- [1, 2]],
+                N <- mnesia:table_info(F, disc_copies)]
+    end,
     Frag = ?MOVED,
     %% Mnesia places fragment 1 on either node: `Home'.
-    [Home] = mnesia:table_info(Frag, disc_copies),
+    [Home] = holders(Frag),
     [Away] = [B, C] -- [Home],
     %% Keys from 1 on, `Records' in each fragment exactly.
     {M, S, 2} = fraghash_frag:hash(?MOVED),
     FragKeys = frag_keys(M, S, 1, #{1 => Records, 2 => Records}, #{1 => [], 2 => []}),
     load(?MOVED, FragKeys, Nodes),
     persistent_term:put({?MODULE, keys}, list_to_tuple(lists:append([Ks || {_, Ks} <- FragKeys]))),
-    Case = #{case_name => move, frag_records => Records},
+    Case = #{case_name => move, frag_records => Records, storage => Storage},
     %% The reference, on the idle table: Mnesia's own copy of the fragment
     %% onto `Away', and its delete again.
     Add = measure(Case, Nodes, [Home, Away], none,
-                  fun() -> {atomic, ok} = mnesia:add_table_copy(Frag, Away, disc_copies), ok end),
+                  fun() -> {atomic, ok} = mnesia:add_table_copy(Frag, Away, Storage), ok end),
     Delete = measure(Case, Nodes, [Home, Away], none,
                      fun() -> {atomic, ok} = mnesia:del_table_copy(Frag, Away), ok end),
     %% Under the load, the copy the load wrote record by record (as a
@@ -231,15 +251,21 @@ move_case([_A, B, C] = Nodes, Records, Format) ->
                           end)}
              || {Op, From, To} <- [{move_replica_written, Home, Away},
                                    {move_replica_loaded_back, Away, Home}]],
-    check("the moved fragment's copies", [Home], mnesia:table_info(Frag, disc_copies)),
+    check("the moved fragment's copies", [Home], holders(Frag)),
     check("the moved fragment's records", Records,
           rpc:call(Home, mnesia, table_info, [Frag, size])),
     Both = maps:get(wall_s, Add) + maps:get(wall_s, Delete),
+    io:format("~nThe moved fragment's copies: ~s~n~n", [Storage]),
     print_move_header(),
     [print_move(Format, maps:remove(result, R#{op => Op, over_add_and_del => Wall / Both,
                                                over_reference => Wall / maps:get(wall_s, Add)}))
      || {Op, #{wall_s := Wall} = R} <- [{add_table_copy_idle, Add},
                                          {del_table_copy_idle, Delete} | Moves]].
+
+%% The nodes holding a copy of fragment `F' (of one storage type).
+holders(F) ->
+    mnesia:table_info(F, disc_copies)
+        ++ lists:append([Ns || {_, Ns} <- mnesia:table_info(F, external_copies)]).
 
 %% `Left' more keys (a count per fragment number) from `K' on, as
 %% `[{FragmentNumber, Keys}]'.

@@ -23,10 +23,12 @@
 # Mnesia's calls (fraghash_bench_trace.erl).
 #
 # Usage: bench/mnesia/move-load.sh [--quick] [--case move,rebalance] [--json]
+#                                   [--storage disc_copies|redb_copies]
 #   default   the sizes above: minutes per case, about 2 GB of memory
 #   --quick   1/20 of them (50,000 and 150,000 records), for a smoke test
 #   --case    the cases to run, comma-separated (default: both)
 #   --json    a JSON object per row as well
+#   --storage the move case's copies (default disc_copies)
 # Environment: scripts/build-nif.sh's variables; FRAGHASH_BENCH_LIB, a copy
 # of _build/bench/lib/fraghash (ebin, bench/mnesia, priv) to run instead of
 # compiling this tree (to measure one commit while the tree changes).
@@ -40,11 +42,14 @@ move_records=1000000
 rebalance_records=3000000
 cases=move,rebalance
 format=table
+storage=disc_copies
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) move_records=50000; rebalance_records=150000 ;;
         --case) [ $# -ge 2 ] || usage; cases=$2; shift ;;
         --json) format=json ;;
+        --storage) [ $# -ge 2 ] || usage; storage=$2; shift
+                   case "$storage" in disc_copies|redb_copies) ;; *) usage ;; esac ;;
         *) usage ;;
     esac
     shift
@@ -65,7 +70,7 @@ for c in $(echo "$cases" | tr ',' ' '); do
     tmp=$(mktemp -d "${TMPDIR:-/tmp}/fraghash-move.XXXXXX")
     echo "<!-- $c, $records records: load before: $(cut -d' ' -f1-3 /proc/loadavg) -->"
     (cd "$tmp" && erl -noshell -sname "fhmove_a_$$@localhost" -pa "$lib/ebin" "$lib/bench/mnesia" \
-        -eval "fraghash_bench_move:run(\"$tmp\", $c, $records, $format), halt()." 2>&1 \
+        -eval "fraghash_bench_move:run(\"$tmp\", $c, $records, $format, $storage), halt()." 2>&1 \
         | grep -a -v -e 'WARNING' -e 'overloaded' -e 'INFO REPORT' -e 'application: mnesia' \
                   -e 'exited: stopped' -e 'type: temporary' -e 'overlapping partitions' -e '^ *$') || true
     echo "<!-- load after: $(cut -d' ' -f1-3 /proc/loadavg) -->"
