@@ -3,13 +3,16 @@
 %% the cut, the marks that say which acknowledgements the operator's heal
 %% gives up, and the expected values read with them.
 %%
-%% A cut is `erlang:disconnect_node/1' run on one node for each other node:
-%% the connections between it and the rest go, both sides get `nodedown',
-%% and each Mnesia takes the other side for down and goes on alone (writes to the replicas it
-%% holds, schema changes that touch only them). The connection comes back
-%% at the next message between the nodes (a writer's durability call, an
-%% rpc), but Mnesia stays split: it reports `{inconsistent_database,
-%% running_partitioned_network, Node}' and does not merge.
+%% A cut is `net_kernel:allow/1' on the cut node (no new connection but
+%% the test node's) and `erlang:disconnect_node/1' there for each other
+%% node, one after the other: the connections go, both sides get
+%% `nodedown', and each Mnesia takes the other side for down and goes on
+%% alone (writes to the replicas it holds, schema changes that touch only
+%% them), the nodes unable to reach each other until the heal. With
+%% `FRAGHASH_TORTURE_CUT=reconnect' the connection comes back at the next
+%% message between the nodes instead, but Mnesia stays split: it reports
+%% `{inconsistent_database, running_partitioned_network, Node}' and does
+%% not merge.
 %%
 %% The marks, in the acknowledgement logs (one framed term each, as the
 %% writers' lines): `{cut, Run}' in every log just before the cut, and
@@ -20,7 +23,7 @@
 %% mark, and everything in the kept side's logs, must be there.
 -module(fraghash_torture2_partition).
 
--export([share/0, peer_args/0, cut/4, discarded/3, terms/1, excluded/1]).
+-export([share/0, peer_args/0, cut/4, rejoin/2, discarded/3, terms/1, excluded/1]).
 
 -define(NODE, fraghash_torture2_node).
 -define(SPLIT_MS, 10000).
@@ -51,14 +54,27 @@ share() ->
 peer_args() ->
     ["-kernel", "prevent_overlapping_partitions", "false"].
 
-%% @doc Marks every log, then cuts node `X' from the `Others'. Returns
-%% whether each Mnesia then had the other side out of its running nodes
-%% (within ?SPLIT_MS).
+%% @doc Marks every log, then cuts node `X' from the `Others', one after
+%% the other. Returns whether each Mnesia then had the other side out of
+%% its running nodes (within ?SPLIT_MS). The cut stays (`X' takes and
+%% makes no connection but this test node's, as a network dropping its
+%% packets) until {@link rejoin/2} or `X' dies, unless
+%% `FRAGHASH_TORTURE_CUT' is `reconnect': then the connection comes back at
+%% the next message between the two sides (Mnesia staying split).
 cut(Dir, Run, X, Others) ->
     [append(?NODE:ack_file(Dir, T, W), {cut, Run})
      || T <- ?NODE:tables(), W <- lists:seq(1, ?NODE:nodes_count())],
+    case os:getenv("FRAGHASH_TORTURE_CUT") of
+        "reconnect" -> ok;
+        _ -> ok = rpc:call(X, net_kernel, allow, [[X, node()]])
+    end,
     [true = rpc:call(X, erlang, disconnect_node, [O]) || O <- Others],
     split(X, Others, ?SPLIT_MS).
+
+%% @doc Lets the cut node `X', kept by the heal, connect to `Nodes' again
+%% (restarted after being thrown away).
+rejoin(X, Nodes) ->
+    ok = rpc:call(X, net_kernel, allow, [Nodes]).
 
 split(X, Others, Ms) ->
     Apart = lists:all(fun(O) -> not lists:member(O, running(X))

@@ -208,6 +208,8 @@ partition(Ctx = #{dir := Dir}, Run, Cl, Wait) ->
                        _ -> {Others, [X]}
                    end,
     kill(Cl, Drop),
+    [ok = fraghash_torture2_partition:rejoin(node_of(Cl, X), [node_of(Cl, D) || D <- Drop])
+     || lists:member(X, Keep)],
     [ok = fraghash_torture2_partition:discarded(Dir, Run, writer(D)) || D <- Drop],
     Wait(),
     Cl2 = restart(Ctx, Cl, Drop, [node_of(Cl, K) || K <- Keep]),
