@@ -35,7 +35,8 @@
 %% (Mnesia here does not count it as running: a partition) is not: it
 %% counts as a node that cannot sync; so is one this node cannot reach
 %% while a node that synced still runs with it (a cut between this node
-%% and it alone). Raises when a table's commit is on
+%% and it alone), and, in a cluster of three nodes or more, any it cannot
+%% reach while this node runs with no majority of them. Raises when a table's commit is on
 %% disc nowhere (its only holders down), or a node cannot sync (a write
 %% that fails, a partition): whatever the caller was about to record as
 %% done (a journal entry removed, an operation returned, a write
@@ -61,8 +62,20 @@ tables(Tables) ->
     %% commits made here since (Mnesia here took it for down, its peers
     %% did not), and it stays in the cluster the heal keeps.
     CutOff = cut_off(Unreached, Synced -- [node()]),
-    Down = Unreached -- CutOff,
-    Failed = Apart ++ [{N, partitioned} || N <- CutOff]
+    %% A node that runs with no majority of the cluster may be on the side
+    %% a heal throws away: on three nodes or more it excuses no holder it
+    %% cannot reach (a pair cannot tell a dead peer from a cut one). One
+    %% whose Mnesia stopped is down for every node, and loads from a live
+    %% copy when it starts.
+    Minority = case [N || {N, {error, {erpc, noconnection}}} <- Results] -- CutOff of
+                   [] -> [];
+                   NoConnection -> case minority() of
+                                       true -> NoConnection;
+                                       false -> []
+                                   end
+               end,
+    Down = Unreached -- (CutOff ++ Minority),
+    Failed = Apart ++ [{N, partitioned} || N <- CutOff ++ Minority]
         ++ [{N, R} || {N, R} <- Results, R =/= {ok, ok}, not lists:member(N, Unreached)],
     %% Tables a down node holds that no node which synced holds too.
     Lost = [T || {T, Ns} <- Holders, lists:any(fun(N) -> lists:member(N, Down) end, Ns),
@@ -71,6 +84,13 @@ tables(Tables) ->
         {[], []} -> ok;
         _ -> error({fraghash, not_durable, #{failed => Failed, down => Down, tables => Lost}})
     end.
+
+%% Whether this node's Mnesia runs with no more than half of the
+%% cluster's nodes, the cluster three nodes or more.
+minority() ->
+    Db = mnesia:system_info(db_nodes),
+    Running = mnesia:system_info(running_db_nodes),
+    length(Db) >= 3 andalso 2 * length([N || N <- Db, lists:member(N, Running)]) =< length(Db).
 
 %% Those of `Unreached' that one of `Synced' counts among the nodes Mnesia
 %% runs on (asked only when some node was not reached); all of them when

@@ -13,7 +13,7 @@
 
 -import(fraghash_test_support, [scratch/0, start_peer/3, wait_down/1]).
 
--export([local_op/4, start_cut_writers/1, acked/1]).
+-export([local_op/4, start_cut_writers/1, acked/1, durable_here/1]).
 
 -define(T, 600).
 %% Cuts tried before the coordinator cut must have left copies differing:
@@ -27,6 +27,9 @@ replicas_test_() ->
                       "a bag record more, an extra key) in disc_copies and redb_copies, set "
                       "and bag: repair_replicas/1 makes them agree, keeping what the module "
                       "says, and check_replicas/1 then says ok", fun settles/0}},
+       {timeout, ?T, {"a node cut from the two others (a cut that stays) cannot make a write "
+                      "durable, its holder out of reach; the two can, the cut node taken for down",
+                      fun minority/0}},
        {timeout, ?T, {"Mnesia's own divergence: a node coordinating sync_transactions on a "
                       "plain table held by two others is cut off; repair_replicas/1 makes "
                       "the copies agree and every acknowledged write is on both",
@@ -248,6 +251,46 @@ controlled_trio(Id) ->
 stop_peers(Peers) ->
     [catch peer:stop(P) || {P, _} <- Peers],
     ok.
+
+%%% A minority
+
+%% Table `mino' on A and B; A cut from B and C for good. On A, running
+%% alone of three, fraghash_durable:tables/1 refuses, naming B as apart
+%% (before the majority rule it answered `ok', B taken for down and A's
+%% own sync enough); on B, running with C, it answers `ok'.
+minority() ->
+    [{PA, A}, {PB, B}, {PC, C}] = Peers = controlled_trio("minority"),
+    ok = peer:call(PA, mnesia, start, []),
+    {atomic, ok} = peer:call(PB, mnesia, create_table, [mino, [{disc_copies, [A, B]}]]),
+    ok = peer:call(PA, mnesia, wait_for_tables, [[mino], 30000]),
+    {atomic, ok} = peer:call(PA, mnesia, sync_transaction, [fun() -> mnesia:write({mino, 1, 1}) end]),
+    ?assertEqual(ok, peer:call(PA, ?MODULE, durable_here, [[mino]])),
+    ok = peer:call(PA, net_kernel, allow, [[A]]),
+    [true = peer:call(PA, erlang, disconnect_node, [N]) || N <- [B, C]],
+    ok = wait_running(PA, [A], 100),
+    ok = wait_running(PB, [B, C], 100),
+    {atomic, ok} = peer:call(PA, mnesia, sync_transaction, [fun() -> mnesia:write({mino, 2, 2}) end]),
+    ?assertMatch({error, {fraghash, not_durable, #{failed := [{B, partitioned}]}}},
+                 peer:call(PA, ?MODULE, durable_here, [[mino]])),
+    {atomic, ok} = peer:call(PB, mnesia, sync_transaction, [fun() -> mnesia:write({mino, 3, 3}) end]),
+    ?assertEqual(ok, peer:call(PB, ?MODULE, durable_here, [[mino]])),
+    _ = PC,
+    stop_peers(Peers).
+
+%% @private On the node: fraghash_durable:tables/1, what it raises as
+%% `{error, Reason}'.
+durable_here(Tabs) ->
+    try fraghash_durable:tables(Tabs)
+    catch error:Reason -> {error, Reason}
+    end.
+
+wait_running(_P, Want, 0) ->
+    error({running_db_nodes_not, Want});
+wait_running(P, Want, Tries) ->
+    case lists:sort(peer:call(P, mnesia, system_info, [running_db_nodes])) =:= lists:sort(Want) of
+        true -> ok;
+        false -> timer:sleep(50), wait_running(P, Want, Tries - 1)
+    end.
 
 %%% Nodes
 
