@@ -253,7 +253,7 @@ heal_all_split() ->
     [?assertEqual({N, ok}, {N, Call(N, fraghash_frag, recover, [])}) || N <- Nodes],
     %% A cut of C from A: every node alone.
     true = Call(C, erlang, disconnect_node, [A]),
-    ok = alone(Call, Nodes, 200),
+    ok = alone(Call, Nodes, fun() -> Call(C, erlang, disconnect_node, [A]) end, 400),
     Write = fun(Node, Keys, Val) ->
                     [K || K <- Keys,
                           ok =:= (catch Call(Node, mnesia, activity,
@@ -290,13 +290,18 @@ heal_all_split() ->
     [peer:stop(P) || {_, P} <- Peers],
     ok.
 
-%% Until every node runs Mnesia alone.
-alone(_Call, _Nodes, 0) ->
-    error(never_apart);
-alone(Call, Nodes, Tries) ->
+%% Until every node runs Mnesia alone; the cut (`Cut') made again each
+%% second meanwhile, in case a message went through before global's rule
+%% took every connection down and the cut nodes reconnected.
+alone(Call, Nodes, _Cut, 0) ->
+    error({never_apart, [{N, Call(N, mnesia, system_info, [running_db_nodes])} || N <- Nodes]});
+alone(Call, Nodes, Cut, Tries) ->
     case lists:all(fun(N) -> Call(N, mnesia, system_info, [running_db_nodes]) =:= [N] end, Nodes) of
         true -> ok;
-        false -> timer:sleep(50), alone(Call, Nodes, Tries - 1)
+        false ->
+            [Cut() || Tries rem 20 =:= 0],
+            timer:sleep(50),
+            alone(Call, Nodes, Cut, Tries - 1)
     end.
 
 fraghash_two_node_tests_read(Node, Tab, K) ->
