@@ -26,7 +26,7 @@
 %% while nobody writes.
 -spec distribution(atom()) -> map() | {error, {fraghash, no_such_table, string()}}.
 distribution(Tab) ->
-    case table_hash(Tab) of
+    case fraghash_tab:inspect_hash(Tab) of
         {error, _} = Error -> Error;
         {_Mod, _State, N} -> distribution(Tab, N)
     end.
@@ -61,7 +61,7 @@ distribution(Tab, N) ->
 %% do (see docs/mnesia-foreign-keys.md).
 -spec info(atom()) -> map() | {error, {fraghash, no_such_table, string()}}.
 info(Tab) ->
-    case table_hash(Tab) of
+    case fraghash_tab:inspect_hash(Tab) of
         {error, _} = Error -> Error;
         {none, none, 1} -> #{table => Tab, hash_module => none, n_fragments => 1};
         {Mod, State, N} -> info(Tab, Mod, State, N)
@@ -134,7 +134,7 @@ fragment_info(I, Frag) ->
 %% every one. O(records) on every holder.
 -spec replicas(atom()) -> ok | {error, term()} | {error, term(), list()}.
 replicas(Tab) ->
-    case table_hash(Tab) of
+    case fraghash_tab:inspect_hash(Tab) of
         {error, _} = Error ->
             Error;
         {_Mod, _State, N} ->
@@ -160,22 +160,6 @@ replicas(Tab) ->
                      Differ}
             end
     end.
-
-%% The table's hash, for inspection: a table that is not fragmented is
-%% one fragment of its own (`{none, none, 1}'); a missing one an error
-%% with a reason.
-table_hash(Tab) ->
-    case lists:member(Tab, mnesia:system_info(tables)) of
-        false ->
-            {error, fraghash_error:new(no_such_table,
-                                       "no table ~s in this node's schema", [Tab])};
-        true ->
-            case mnesia:table_info(Tab, frag_properties) of
-                [] -> {none, none, 1};
-                _ -> fraghash_tab:hash(Tab)
-            end
-    end.
-
 
 %% @doc The growth operations pending or under way, on every table with a
 %% journal entry: one map each, with `table', `op' (`add', a relieve among

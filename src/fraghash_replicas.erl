@@ -163,16 +163,25 @@ copy({Node, C, D}) -> io_lib:format("~s ~b records (digest ~.16b)", [Node, C, D]
 %% Every key of fragment `F' whose running copies differ, settled.
 settle_fragment(F) ->
     Nodes = running_holders(F),
-    Lists = [case R of
-                 {ok, L} -> L;
-                 _ -> throw({repair_failed, fraghash_error:new(node_unreachable,
-                                                               "could not read ~s on ~s: ~0tP",
-                                                               [F, Nd, R, 8])})
-             end || {Nd, R} <- lists:zip(Nodes, erpc:multicall(Nodes, ?MODULE, local_keys, [F],
-                                                               ?READ_MS))],
+    Lists = case read_copies(F, Nodes, local_keys, [F]) of
+                {ok, Read} -> [L || {_, L} <- Read];
+                {error, Reason} -> throw({repair_failed, Reason})
+            end,
     Keys = differing_keys(Lists, length(Nodes)),
     Type = mnesia:table_info(F, type),
-    lists:append([settle_keys(F, Type, Chunk) || Chunk <- chunks(Keys, ?KEYS_PER_TRANSACTION)]).
+    lists:append([settle_keys(F, Type, Chunk)
+                  || Chunk <- fraghash_tab:chunks(Keys, ?KEYS_PER_TRANSACTION)]).
+
+%% `{ok, [{Node, Answer}]}', each of `Nodes' answering `Function(Args...)'
+%% of this module on its copy of `F', or `{error, {fraghash,
+%% node_unreachable, Text}}' naming the first that did not.
+read_copies(F, Nodes, Function, Args) ->
+    Answers = lists:zip(Nodes, erpc:multicall(Nodes, ?MODULE, Function, Args, ?READ_MS)),
+    case [{Nd, R} || {Nd, R} <- Answers, element(1, R) =/= ok] of
+        [] -> {ok, [{Nd, L} || {Nd, {ok, L}} <- Answers]};
+        [{Nd, R} | _] -> {error, fraghash_error:new(node_unreachable,
+                                                    "could not read ~s on ~s: ~0tP", [F, Nd, R, 8])}
+    end.
 
 %% The keys whose `{Key, Digest}' is not in every one of the `N' sorted
 %% lists: one sort of all of them.
@@ -188,12 +197,6 @@ runs([P | _] = L, N, Acc) ->
         _ -> runs(Rest, N, [element(1, P) | Acc])
     end.
 
-chunks([], _Size) -> [];
-chunks(L, Size) when length(L) =< Size -> [L];
-chunks(L, Size) ->
-    {H, T} = lists:split(Size, L),
-    [H | chunks(T, Size)].
-
 %% Settles `Keys' of fragment `F' in one transaction holding their write
 %% locks: the copies are read under the locks, so no transaction changes
 %% them meanwhile.
@@ -201,15 +204,10 @@ settle_keys(F, Type, Keys) ->
     Settle =
         fun() ->
                 [mnesia:lock({record, F, K}, write) || K <- Keys],
-                Nodes = running_holders(F),
-                Read = [case R of
-                            {ok, L} -> {Nd, L};
-                            _ -> mnesia:abort(fraghash_error:new(node_unreachable,
-                                                                 "could not read ~s on ~s: ~0tP",
-                                                                 [F, Nd, R, 8]))
-                        end || {Nd, R} <- lists:zip(Nodes, erpc:multicall(
-                                                             Nodes, ?MODULE, local_records,
-                                                             [F, Keys], ?READ_MS))],
+                Read = case read_copies(F, running_holders(F), local_records, [F, Keys]) of
+                           {ok, R} -> R;
+                           {error, Reason} -> mnesia:abort(Reason)
+                       end,
                 lists:append([settle_key(F, Type, K, [{Nd, proplists:get_value(K, L)}
                                                       || {Nd, L} <- Read])
                               || K <- Keys])
@@ -258,15 +256,7 @@ kept(_SetOrOrdered, Held) ->
 %% `[{Number, FragmentTable}]' of `Tab' (itself alone when it is not
 %% fragmented), or an error naming a table this node does not know.
 fragments(Tab) ->
-    case lists:member(Tab, mnesia:system_info(tables)) of
-        false ->
-            {error, fraghash_error:new(no_such_table, "no table ~s in this node's schema", [Tab])};
-        true ->
-            case mnesia:table_info(Tab, frag_properties) of
-                [] ->
-                    [{1, Tab}];
-                _ ->
-                    {_Mod, _State, N} = fraghash_tab:hash(Tab),
-                    [{I, fraghash_tab:frag_name(Tab, I)} || I <- lists:seq(1, N)]
-            end
+    case fraghash_tab:inspect_hash(Tab) of
+        {error, _} = Error -> Error;
+        {_Mod, _State, N} -> [{I, fraghash_tab:frag_name(Tab, I)} || I <- lists:seq(1, N)]
     end.

@@ -7,7 +7,7 @@
 %% every arrow of the growth path points down to here.
 -module(fraghash_tab).
 
--export([hash/1, frag_name/2, fragments/1, orphans/0, foreign_key/1,
+-export([hash/1, inspect_hash/1, frag_name/2, fragments/1, orphans/0, foreign_key/1,
          batches/3, by_layout/2, fold_layouts/3, chunks/1, chunks/2, durable/2, dump_log/0,
          transactions/1,
          select/3, fold/4, fold/5, misplaced/1, misplaced/2, move_misplaced/1,
@@ -26,6 +26,23 @@ hash(Tab) ->
     {hash_state, S} = lists:keyfind(hash_state, 1, Props),
     {n_fragments, N} = lists:keyfind(n_fragments, 1, Props),
     {Mod, S, N}.
+
+%% @doc As {@link hash/1}, for inspecting any table: `{none, none, 1}'
+%% for a table that is not fragmented (one fragment of its own), `{error,
+%% {fraghash, no_such_table, Text}}' for one this node's schema lacks.
+-spec inspect_hash(atom()) -> {module() | none, term(), pos_integer()} |
+                              {error, {fraghash, no_such_table, string()}}.
+inspect_hash(Tab) ->
+    case lists:member(Tab, mnesia:system_info(tables)) of
+        false ->
+            {error, fraghash_error:new(no_such_table,
+                                       "no table ~s in this node's schema", [Tab])};
+        true ->
+            case mnesia:table_info(Tab, frag_properties) of
+                [] -> {none, none, 1};
+                _ -> hash(Tab)
+            end
+    end.
 
 %% @doc The name of fragment `N' of `Tab' (Mnesia's naming).
 -spec frag_name(atom(), pos_integer()) -> atom().

@@ -102,7 +102,7 @@ under_writers(Storage) ->
     ?assert(map_size(Acked) > 50),
     ?assertEqual([{B, Storage}, {C, Storage}], holders(A, Frag)),
     check(Nodes, Tab, Acked),
-    kill(Nodes).
+    fraghash_test_support:kill_nodes(Nodes).
 
 %% A table of six fragments, two copies each over A, B, C, and a
 %% foreign-key table on it; C drained: nothing of either left on C, every
@@ -132,7 +132,7 @@ drain() ->
                                        mnesia_frag]))),
     %% Nothing left to drain.
     ?assertEqual({atomic, []}, rpc:call(B, fraghash_frag, drain, [Tab, C], 120000)),
-    kill(Nodes).
+    fraghash_test_support:kill_nodes(Nodes).
 
 %% Six fragments, two redb_copies copies each, on A and B; C joins the
 %% pool; the dry run plans moves to C and moves nothing; the rebalance
@@ -169,7 +169,7 @@ rebalance() ->
                                         120000)),
     [{Holder, _} | _] = holders(A, Largest),
     ?assert(rpc:call(Holder, mnesia, table_info, [Largest, size]) < Size * 3 / 4),
-    kill(Nodes).
+    fraghash_test_support:kill_nodes(Nodes).
 
 refusals() ->
     #{nodes := [A, B, C] = Nodes} = trio("refusals"),
@@ -222,7 +222,7 @@ refusals() ->
                  rpc:call(A, fraghash_frag, drain, [Tab, C], 60000)),
     ?assertEqual([], rpc:call(A, fraghash_journal, pending, [])),
     ?assertEqual([{A, disc_copies}, {B, disc_copies}], holders(A, F2)),
-    kill(Nodes).
+    fraghash_test_support:kill_nodes(Nodes).
 
 %% For each step of a move: a table of its own, fragment 2 moved from A to
 %% C by a process of A that dies at that step; recover/0 on B undoes the
@@ -250,7 +250,7 @@ interrupted(Storage) ->
                       {Step, rpc:call(B, fraghash_frag, move_replica, [Frag, From, To], 120000)}),
          check(Nodes, Tab, #{})
      end || Step <- fraghash_grow_machine:steps(move)],
-    kill(Nodes).
+    fraghash_test_support:kill_nodes(Nodes).
 
 %% Writers on B and C; A runs a move of fragment 2 from B to C and kills
 %% its own OS process at `Step'; A restarted, recover/0 on A: fragment 2 on
@@ -281,7 +281,7 @@ node_killed(Storage, Step) ->
                end,
     ?assertEqual(Expected, holders(C, Frag)),
     check(Nodes, Tab, Acked),
-    kill(Nodes).
+    fraghash_test_support:kill_nodes(Nodes).
 
 %% Fragment 2 of 40,000 records on A and B, writers on A and on the
 %% node that stays up; A moves it from B to C, and the test kills `Victim'
@@ -330,7 +330,7 @@ killed_while_loading(Storage, Victim) ->
                                  [Victim, Frag, Holders]),
     ?assert(lists:member(Holders, [[{A, Storage}, {B, Storage}], [{A, Storage}, {C, Storage}]])),
     check(Nodes, Tab, Acked, 40000),
-    kill(Nodes).
+    fraghash_test_support:kill_nodes(Nodes).
 
 %% Starts Mnesia on `Node', restarted after a kill; on `redb_copies', when
 %% Mnesia cannot merge its schema with the running nodes' (a copy of an
@@ -522,8 +522,4 @@ table(On, Tab, Storage, N, Nodes, Pool, Records) ->
      || Keys <- fraghash_tab:chunks(lists:seq(1, Records), 5000)],
     [ok = rpc:call(X, fraghash_frag, recover, [], 60000)
      || X <- rpc:call(On, mnesia, system_info, [running_db_nodes])],
-    ok.
-
-kill(Nodes) ->
-    [begin os:cmd("kill -9 " ++ rpc:call(N, os, getpid, [])), wait_down(N) end || N <- Nodes],
     ok.

@@ -36,7 +36,7 @@ durable_apart() ->
                       rpc:call(B, fraghash_durable, tables, [[T]]))
          || T <- [on_a, on_both]]
     after
-        [begin os:cmd("kill -9 " ++ rpc:call(N, os, getpid, [])), wait_down(N) end || N <- [A, B]]
+        fraghash_test_support:kill_nodes([A, B])
     end.
 
 %% An add run on X, the node holding fragment 1 (one disc copy per

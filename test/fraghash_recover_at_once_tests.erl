@@ -64,7 +64,7 @@ recover_at_once() ->
               || N <- [A, B]],
     fraghash_test_support:report("recover at once: A's recovery returned ~0p; layout ~0p; "
                                  "readable ~0p; records ~0p~n", [RA, Layout, Readable, Counts]),
-    [begin os:cmd("kill -9 " ++ rpc:call(N, os, getpid, [])), fraghash_test_support:wait_down(N) end || N <- [A, B]],
+    fraghash_test_support:kill_nodes([A, B]),
     ?assertEqual([{A, 4}, {B, 4}], [{N, element(3, H)} || {N, H} <- Layout]),
     ?assertEqual([{A, 2000}, {B, 2000}], Counts),
     ?assertEqual([{A, 2000}, {B, 2000}], Readable),

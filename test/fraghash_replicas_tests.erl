@@ -11,7 +11,7 @@
 
 -include_lib("eunit/include/eunit.hrl").
 
--import(fraghash_test_support, [scratch/0, start_peer/3, wait_down/1]).
+-import(fraghash_test_support, [scratch/0]).
 
 -export([local_op/4, start_cut_writers/1, acked/1, durable_here/1]).
 
@@ -50,7 +50,11 @@ kept_test() ->
 %%% Copies made to differ on purpose
 
 settles() ->
-    [A, B, C] = Nodes = trio("settle"),
+    [A, B, C] = Nodes = fraghash_test_support:start_trio(
+                          "replicas_settle_" ++ os:getpid(),
+                          %% global's overlapping-partition rule off: a cut
+                          %% of one node leaves two together.
+                          ["-kernel", "prevent_overlapping_partitions", "false"]),
     {atomic, ok} = rpc:call(A, fraghash_redb_copies, register, []),
     Cases = [{rs_disc_set, set, disc_copies}, {rs_disc_bag, bag, disc_copies},
              {rs_redb_set, set, redb_copies}, {rs_redb_bag, bag, redb_copies}],
@@ -88,7 +92,7 @@ settles() ->
          ?assertEqual({Tab, ok}, {Tab, rpc:call(A, fraghash_frag, recover, [], 60000)}),
          ?assertEqual({Tab, {ok, []}}, {Tab, rpc:call(A, fraghash_frag, repair_replicas, [Tab])})
      end || {Tab, Type, _} <- Cases],
-    kill(Nodes).
+    fraghash_test_support:kill_nodes(Nodes).
 
 %% `Tab' of type `Type', 4 fragments of `mnesia_frag_slots' with two
 %% copies each over the three nodes, of `Storage' (made on disc_copies and
@@ -294,20 +298,3 @@ wait_running(P, Want, Tries) ->
 
 %%% Nodes
 
-%% Three peer nodes, one disc schema, Mnesia running on each; global's
-%% overlapping-partition rule off, so that a cut of one leaves two together.
-trio(Id) ->
-    Dir = filename:join(scratch(), "replicas_" ++ Id ++ "_" ++ os:getpid()),
-    Name = fun(L) -> list_to_atom(lists:concat(["fhr", L, "_", erlang:phash2({Id, os:getpid()})])) end,
-    Nodes = [begin
-                 {_, N} = start_peer(Name(L), filename:join(Dir, atom_to_list(L)),
-                                     ["-kernel", "prevent_overlapping_partitions", "false"]),
-                 N
-             end || L <- [a, b, c]],
-    ok = rpc:call(hd(Nodes), mnesia, create_schema, [Nodes]),
-    [ok = rpc:call(N, mnesia, start, []) || N <- Nodes],
-    Nodes.
-
-kill(Nodes) ->
-    [begin os:cmd("kill -9 " ++ rpc:call(N, os, getpid, [])), wait_down(N) end || N <- Nodes],
-    ok.

@@ -6,7 +6,7 @@
 -module(fraghash_test_support).
 
 -export([scratch/0, slow_tier/1, start_mnesia/1, stop_mnesia/1, quiet_overload/0, report/2,
-         start_peer/2, start_peer/3, start_redb_peer/3, record_peer/1, wait_down/1, create_frag/4, fill/3, grow/3,
+         start_peer/2, start_peer/3, start_redb_peer/3, record_peer/1, wait_down/1, kill_nodes/1, start_trio/2, create_frag/4, fill/3, grow/3,
          inline_kind/1, start_journaled/1, frag_contents/1, frag_read/2]).
 
 %% @doc The scratch directory scripts/test-mnesia.sh made
@@ -150,6 +150,26 @@ wait_down(Node) ->
         true -> timer:sleep(50), wait_down(Node);
         false -> ok
     end.
+
+%% @doc Three peer nodes `a', `b', `c' for the case `Id' (unique within a
+%% run: it names their directories and nodes), started with `Args' as
+%% {@link start_peer/3}; one disc schema, Mnesia running on all three.
+start_trio(Id, Args) ->
+    Dir = filename:join(scratch(), "trio_" ++ Id),
+    Nodes = [begin
+                 Name = list_to_atom(lists:concat(["fh3", L, "_", erlang:phash2(Id)])),
+                 {_, N} = start_peer(Name, filename:join(Dir, atom_to_list(L)), Args),
+                 N
+             end || L <- [a, b, c]],
+    ok = rpc:call(hd(Nodes), mnesia, create_schema, [Nodes]),
+    [ok = rpc:call(N, mnesia, start, []) || N <- Nodes],
+    Nodes.
+
+%% @doc kill -9 of each of `Nodes' (peers this node reaches), one after
+%% the other, each waited for until disconnected.
+kill_nodes(Nodes) ->
+    [begin os:cmd("kill -9 " ++ rpc:call(N, os, getpid, [])), wait_down(N) end || N <- Nodes],
+    ok.
 
 %% @doc Hash module `Mod''s state `S' after `K' more `add_frag's.
 grow(_Mod, S, 0) -> S;

@@ -11,7 +11,7 @@
 
 -include_lib("eunit/include/eunit.hrl").
 
--import(fraghash_test_support, [scratch/0, start_peer/3, wait_down/1]).
+-import(fraghash_test_support, [scratch/0]).
 
 -define(T, 300).
 
@@ -47,17 +47,6 @@ advice_test() ->
     ?assertNotEqual(nomatch, string:find(fraghash_durable:advice({aborted, {node_not_running, 'c@h'}}),
                                          "start Mnesia on c@h")).
 
-%% Three peer nodes `a', `b', `c' for the case `Id', started with `Args',
-%% one disc schema, Mnesia running on all three.
-trio(Id, Args) ->
-    Dir = filename:join(scratch(), "three_" ++ Id),
-    Name = fun(L) -> list_to_atom(lists:concat(["fh3", L, "_", erlang:phash2(Id)])) end,
-    Nodes = [begin {_, N} = start_peer(Name(L), filename:join(Dir, atom_to_list(L)), Args), N end
-             || L <- [a, b, c]],
-    ok = rpc:call(hd(Nodes), mnesia, create_schema, [Nodes]),
-    [ok = rpc:call(N, mnesia, start, []) || N <- Nodes],
-    #{dir => Dir, name => Name, nodes => Nodes}.
-
 %% `Tab' of `mnesia_frag_slots', `N' fragments with `Copies' disc copies
 %% each over `Pool', holding `{Tab, K, K}' for K in 1..`Records'; made on
 %% `On'.
@@ -83,7 +72,7 @@ read_back(Node, Tab, Records) ->
 %% holds that copy; with Mnesia stopped on B, which
 %% holds a copy, the add is refused naming B, nothing written.
 stopped_elsewhere() ->
-    #{nodes := [A, B, C] = Nodes} = trio("stopped_" ++ os:getpid(), []),
+    [A, B, C] = Nodes = fraghash_test_support:start_trio("stopped_" ++ os:getpid(), []),
     Tab = three_stopped,
     Records = 600,
     ok = table(A, Tab, 3, [A, B], 2, Records),
@@ -116,7 +105,7 @@ stopped_elsewhere() ->
     ?assertNotEqual(nomatch, string:find(Text, atom_to_list(B))),
     ?assertEqual([], rpc:call(A, fraghash_journal, pending, [])),
     ?assertEqual({mnesia_frag_slots, 6}, frags(A, Tab)),
-    kill(Nodes).
+    fraghash_test_support:kill_nodes(Nodes).
 
 %% Every fragment on two of the three nodes; one record changed in one
 %% copy of one fragment alone (its ets table written directly, as no
@@ -124,7 +113,7 @@ stopped_elsewhere() ->
 %% that fragment naming both holders; after Mnesia restarted on the node
 %% with the wrong copy (it loads from the other holder), both say ok.
 replicas_differ() ->
-    #{nodes := [A, B, C] = Nodes} = trio("differ_" ++ os:getpid(), []),
+    [A, B, C] = Nodes = fraghash_test_support:start_trio("differ_" ++ os:getpid(), []),
     Tab = three_differ,
     Records = 600,
     ok = table(A, Tab, 3, Nodes, 2, Records),
@@ -151,7 +140,7 @@ replicas_differ() ->
     [?assertEqual({N, ok}, {N, rpc:call(N, fraghash_frag, recover, [], 60000)}) || N <- Nodes],
     ?assertEqual(ok, rpc:call(B, fraghash_frag_info, replicas, [Tab])),
     read_back(B, Tab, Records),
-    kill(Nodes).
+    fraghash_test_support:kill_nodes(Nodes).
 
 %% C cut from A and B (global's overlapping-partition rule off, so that A
 %% and B stay together and this node keeps its peers). During the cut A and
@@ -165,7 +154,7 @@ replicas_differ() ->
 %% not, and both tables grow again.
 heal() ->
     Args = fraghash_torture2_partition:peer_args(),
-    #{nodes := [A, B, C] = Nodes} = trio("heal_" ++ os:getpid(), Args),
+    [A, B, C] = Nodes = fraghash_test_support:start_trio("heal_" ++ os:getpid(), Args),
     Tab = three_heal,
     Ab = three_heal_ab,
     Records = 600,
@@ -211,7 +200,7 @@ heal() ->
     ?assertEqual({atomic, ok}, rpc:call(C, fraghash_frag, add_frag, [Tab, [C, A]], 60000)),
     ?assertEqual({atomic, ok}, rpc:call(A, fraghash_frag, add_frag, [Ab, [A, B]], 60000)),
     [?assertEqual({N, ok}, {N, rpc:call(N, fraghash_frag, recover, [], 60000)}) || N <- Nodes],
-    kill(Nodes).
+    fraghash_test_support:kill_nodes(Nodes).
 
 %% The heal with OTP 25's default `global' (`prevent_overlapping_partitions'):
 %% a cut of C from A disconnects every node from every other, and each
@@ -327,7 +316,4 @@ frags(Node, Tab) ->
     {Mod, _, N} = rpc:call(Node, fraghash_frag, hash, [Tab]),
     {Mod, N}.
 
-kill(Nodes) ->
-    [begin os:cmd("kill -9 " ++ rpc:call(N, os, getpid, [])), wait_down(N) end || N <- Nodes],
-    ok.
 
