@@ -267,7 +267,7 @@ node_killed(Storage, Step) ->
     _ = rpc:call(A, ?MODULE, kill_self_at, [Tab, Step, Frag, B, C], 120000),
     ok = wait_down(A),
     timer:sleep(300),
-    {_, A} = restart(Name(a), filename:join(Dir, "a"), 50),
+    {_, A} = restart(Name(a), filename:join(Dir, "a")),
     ok = start_or_rejoin(A, B, Storage, Name(a), filename:join(Dir, "a")),
     ok = rpc:call(A, mnesia, wait_for_tables,
                   [rpc:call(A, fraghash_frag, loadable_tables, []), 120000]),
@@ -318,7 +318,7 @@ killed_while_loading(Storage, Victim) ->
     fraghash_test_support:report("~s killed while loading: the move answered ~0tP~n",
                                  [Victim, Moved, 12]),
     ok = rpc:call(A, fraghash_frag, set_step_hook, [undefined]),
-    {_, V} = restart(Name(Letter), filename:join(Dir, atom_to_list(Letter)), 50),
+    {_, V} = restart(Name(Letter), filename:join(Dir, atom_to_list(Letter))),
     ok = start_or_rejoin(V, A, Storage, Name(Letter), filename:join(Dir, atom_to_list(Letter))),
     ok = rpc:call(V, mnesia, wait_for_tables,
                   [rpc:call(V, fraghash_frag, loadable_tables, []), 120000]),
@@ -343,29 +343,12 @@ start_or_rejoin(Node, Peer, Storage, Name, Dir) ->
         {error, _} = Failed when Storage =:= redb_copies ->
             fraghash_test_support:report("Mnesia did not start on ~s (~0tP): it rejoins~n",
                                          [Node, Failed, 8]),
-            rejoin(Node, Peer, Name, Dir)
+            ?assert(fraghash_test_rejoin:merge_failed(Node)),
+            {_, Node} = fraghash_test_rejoin:rejoin(
+                          Node, Peer, {Name, Dir}, fraghash_torture2_partition:peer_args(),
+                          fun(N) -> rpc:call(N, mnesia, start, []) end),
+            ok
     end.
-
-%% The remedy for a node whose Mnesia cannot merge its schema with the
-%% running nodes' (docs/mnesia-cluster.md): the node is taken out of the
-%% schema from `Peer' (its copies elsewhere stay), its directory emptied,
-%% and it joins again, getting a copy of each table it held.
-rejoin(Node, Peer, Name, Dir) ->
-    Held = [{T, Type} || T <- rpc:call(Peer, mnesia, system_info, [tables]), T =/= schema,
-                         {N, Type} <- rpc:call(Peer, fraghash_move, copies, [T]), N =:= Node],
-    os:cmd("kill -9 " ++ rpc:call(Node, os, getpid, [])),
-    ok = wait_down(Node),
-    {atomic, ok} = rpc:call(Peer, mnesia, del_table_copy, [schema, Node]),
-    ok = file:del_dir_r(Dir),
-    {_, Node} = restart(Name, Dir, 50),
-    ok = rpc:call(Node, mnesia, start, []),
-    %% Mnesia merges two schemas only when their backend types agree.
-    {atomic, ok} = rpc:call(Node, fraghash_redb_copies, register, []),
-    {ok, [Peer]} = rpc:call(Node, mnesia, change_config, [extra_db_nodes, [Peer]]),
-    {atomic, ok} = rpc:call(Peer, mnesia, change_table_copy_type, [schema, Node, disc_copies]),
-    [{atomic, ok} = rpc:call(Peer, mnesia, add_table_copy, [T, Node, Type], 120000)
-     || {T, Type} <- Held],
-    ok.
 
 %%% On a node
 
@@ -478,7 +461,7 @@ loads(Node, Tab, Nodes) ->
 trio(Id) ->
     Dir = filename:join(scratch(), "move_" ++ Id ++ "_" ++ os:getpid()),
     Name = fun(L) -> list_to_atom(lists:concat(["fhm", L, "_", erlang:phash2(Id)])) end,
-    Nodes = [begin {_, N} = restart(Name(L), filename:join(Dir, atom_to_list(L)), 0), N end
+    Nodes = [begin {_, N} = restart(Name(L), filename:join(Dir, atom_to_list(L))), N end
              || L <- [a, b, c]],
     ok = rpc:call(hd(Nodes), mnesia, create_schema, [Nodes]),
     [ok = rpc:call(N, mnesia, start, []) || N <- Nodes],
@@ -486,11 +469,8 @@ trio(Id) ->
     #{dir => Dir, name => Name, nodes => Nodes}.
 
 %% A peer node, again after a kill (its name stays with epmd a moment).
-restart(Name, Dir, Tries) ->
-    try fraghash_test_support:start_peer(Name, Dir, fraghash_torture2_partition:peer_args())
-    catch
-        _:_ when Tries > 0 -> timer:sleep(100), restart(Name, Dir, Tries - 1)
-    end.
+restart(Name, Dir) ->
+    fraghash_test_rejoin:restart_peer(Name, Dir, fraghash_torture2_partition:peer_args()).
 
 %% `Tab' of `mnesia_frag_slots', `N' fragments of two copies of `Storage'
 %% (any of the four)

@@ -1,0 +1,74 @@
+%% @doc Restarting a peer killed in a test, and the remedy for a node that
+%% cannot start again after a `redb_copies' move: Mnesia 4.21.3 cannot
+%% merge a starting node's schema with the running nodes' when one side
+%% lists a copy of an external backend that the other does not, and stops
+%% with `Failed to merge schema' (docs/mnesia-cluster.md). Such a node
+%% rejoins afresh: taken out of the schema from a running node, its
+%% directory emptied, joined again, given a copy of each table it held.
+%% Used by fraghash_move_tests and the multi-node tortures.
+-module(fraghash_test_rejoin).
+
+-export([restart_peer/3, merge_failed/1, rejoin/5]).
+
+%% @doc Starts the peer `Name' again (as fraghash_test_support:start_peer/3)
+%% after a kill: a node's name stays registered with epmd for a moment, so
+%% the start is tried again, every 100 ms, for 5 s.
+restart_peer(Name, Dir, Args) ->
+    restart_peer(Name, Dir, Args, 50).
+
+restart_peer(Name, Dir, Args, Tries) ->
+    try fraghash_test_support:start_peer(Name, Dir, Args)
+    catch
+        _:_ when Tries > 0 -> timer:sleep(100), restart_peer(Name, Dir, Args, Tries - 1)
+    end.
+
+%% @doc Whether Mnesia on `Node' stopped because it could not merge its
+%% schema: read from the core files Mnesia wrote for `Node' in the scratch
+%% directory (fraghash_test_support:start_peer/3 sends them there), which
+%% are deleted, so that a later start is judged by its own.
+merge_failed(Node) ->
+    Dir = fraghash_test_support:scratch(),
+    Prefix = "MnesiaCore." ++ atom_to_list(Node) ++ "_",
+    Cores = [filename:join(Dir, F) || F <- element(2, file:list_dir(Dir)),
+                                      lists:prefix(Prefix, F)],
+    Merge = lists:any(fun merge_core/1, Cores),
+    [ok = file:delete(F) || F <- Cores],
+    Merge.
+
+merge_core(File) ->
+    case file:read_file(File) of
+        {ok, Bin} ->
+            case catch binary_to_term(Bin) of
+                [{crashinfo, {Format, _}} | _] -> lists:prefix("Failed to merge schema", Format);
+                _ -> false
+            end;
+        _ ->
+            false
+    end.
+
+%% @doc Rejoins `Node' (peer `Name', Mnesia directory `Dir', command line
+%% `Args') afresh through `Peer', a node running Mnesia: the tables `Node'
+%% held by `Peer''s schema are listed, `Node' is killed (kill -9) and taken
+%% out of the schema (its copies elsewhere stay), its directory emptied,
+%% the node started again, Mnesia started there by `Start(Node)' on the
+%% empty directory, the backend registered (Mnesia merges two schemas only
+%% when their backend types agree), and `Node' joined to `Peer' with a disc
+%% schema and a copy of each table it held, of the same type. Returns the
+%% new `{PeerProcess, Node}'.
+rejoin(Node, Peer, {Name, Dir}, Args, Start) ->
+    Held = [{T, Type} || T <- rpc:call(Peer, mnesia, system_info, [tables]), T =/= schema,
+                         {N, Type} <- rpc:call(Peer, fraghash_move, copies, [T]), N =:= Node],
+    case lists:member(Node, nodes()) of
+        true -> fraghash_test_support:kill_nodes([Node]);
+        false -> ok
+    end,
+    {atomic, ok} = rpc:call(Peer, mnesia, del_table_copy, [schema, Node]),
+    ok = file:del_dir_r(Dir),
+    {_, Node} = New = restart_peer(Name, Dir, Args),
+    ok = Start(Node),
+    {atomic, ok} = rpc:call(Node, fraghash_redb_copies, register, []),
+    {ok, [Peer]} = rpc:call(Node, mnesia, change_config, [extra_db_nodes, [Peer]]),
+    {atomic, ok} = rpc:call(Peer, mnesia, change_table_copy_type, [schema, Node, disc_copies]),
+    [{atomic, ok} = rpc:call(Peer, mnesia, add_table_copy, [T, Node, Type], 300000)
+     || {T, Type} <- Held],
+    New.
