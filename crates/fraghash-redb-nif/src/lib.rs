@@ -14,7 +14,7 @@
 //! | `delete_table(Db, Name)` | dirty I/O | `ok` |
 //! | `tables(Db)` | dirty I/O | `{ok, [{Name, Props}]}` |
 //! | `write(Db, Ops, Durability)` | dirty I/O | `ok` |
-//! | `sync(Db)` | dirty I/O | `ok` |
+//! | `sync(Db)` | dirty I/O | `ok`: every write that returned before it durable (`Db::sync_written`) |
 //! | `flush(Db)` | dirty I/O | `true` or `false` |
 //! | `wants_flush(Db)` | normal (reads one figure) | `true` or `false` |
 //! | `has_room(Db)` | normal (reads one flag) | `true`, or `false` while the disc is full |
@@ -397,7 +397,7 @@ fn write<'a>(
 #[rustler::nif(schedule = "DirtyIo")]
 fn sync(env: Env, db: ResourceArc<DbResource>) -> Term {
     with_db(env, &db, |d| {
-        d.sync()?;
+        d.sync_written()?;
         Ok(atoms::ok().encode(env))
     })
 }

@@ -27,6 +27,13 @@ pub(super) struct Writer {
     flushing: bool,
     /// The number of the last log record the frozen layer holds.
     frozen_seq: u64,
+    /// Batches written since the database was opened, of any durability.
+    batches: u64,
+    /// The value of `batches` when the frozen layer was frozen.
+    frozen_batches: u64,
+    /// The batches a synced commit holds: the first `durable_batches`
+    /// written are durable (see [`Db::sync_written`]).
+    durable_batches: u64,
 }
 
 impl Writer {
@@ -35,6 +42,9 @@ impl Writer {
             log,
             flushing: false,
             frozen_seq: 0,
+            batches: 0,
+            frozen_batches: 0,
+            durable_batches: 0,
         }
     }
 }
@@ -91,6 +101,7 @@ impl Db {
                 Op::Clear { .. } => unreachable!("clears commit above"),
             }
         }
+        w.batches += 1;
         Ok(())
     }
 
@@ -158,6 +169,7 @@ impl Db {
                 // ended before this one could begin.
                 w.log.rotate();
                 w.frozen_seq = w.log.last_seq();
+                w.frozen_batches = w.batches;
             }
             w.flushing = true;
             (
@@ -178,6 +190,7 @@ impl Db {
             Ok(())
         });
         if done.is_ok() {
+            w.durable_batches = w.durable_batches.max(w.frozen_batches);
             w.log.drop_old();
             self.room_low.store(w.log.low_room(), Ordering::Relaxed);
         } else {
@@ -197,6 +210,38 @@ impl Db {
     fn sync_unguarded(&self) -> Result<(), DbError> {
         let mut w = self.lock_idle_writer();
         self.commit_all(&mut w, |_| Ok(()))
+    }
+
+    /// Makes every batch written before the call durable, as [`Db::sync`]
+    /// does, without holding writers up: it flushes (see [`Db::flush`])
+    /// until a synced commit holds those batches, while later batches go
+    /// on into a fresh layer. [`Db::sync`] holds every writer for the
+    /// whole synced commit of the memtable, which a bulk load leaves at
+    /// four times [`OpenOptions::memtable_bytes`](super::OpenOptions);
+    /// this waits only as a writer does when the memtable is full. The
+    /// log keeps the later batches (it is emptied by [`Db::sync`] only).
+    pub fn sync_written(&self) -> Result<(), DbError> {
+        guarded(&self.path, || self.sync_written_unguarded())
+    }
+
+    fn sync_written_unguarded(&self) -> Result<(), DbError> {
+        let target = self.lock_writer().batches;
+        loop {
+            {
+                let w = self.lock_writer();
+                if w.durable_batches >= target {
+                    return Ok(());
+                }
+                if w.flushing {
+                    drop(self.wait_flushed(w));
+                    continue;
+                }
+            }
+            // Freezes the active layer (which holds the batches not yet
+            // committed) and commits it, or first commits the layer a
+            // failed flush left frozen; the next turn sees the result.
+            self.flush_unguarded()?;
+        }
     }
 
     /// The bytes in the log: what the logged batches not yet in redb's
@@ -283,6 +328,7 @@ impl Db {
         view.base = base;
         drop(view);
         w.log.clear();
+        w.durable_batches = w.batches;
         Ok(())
     }
 
