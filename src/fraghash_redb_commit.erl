@@ -36,7 +36,7 @@
 %% the durability section of {@link fraghash_redb_copies}).
 -module(fraghash_redb_commit).
 
--export([room/1, commit/2, fail_stop/3, replaying/1, replayed/2]).
+-export([room/1, change/2, commit/2, fail_stop/3, replaying/1, replayed/2]).
 
 %% @doc `ok' while the node's database has room; otherwise aborts the
 %% transaction with `{fraghash_redb, disk_full, Tab, Text}'.
@@ -49,6 +49,20 @@ room(Tab) ->
             Text = io_lib:format("the disc holding ~ts is full: writes to ~0p are refused "
                                  "until room is made", [fraghash_redb_db:path(), Tab]),
             mnesia:abort({fraghash_redb, disk_full, Tab, unicode:characters_to_binary(Text)})
+    end.
+
+%% @doc A change Mnesia is committing to `Tab': `OpsOf(Indexes)', given
+%% the table's indexes (fraghash_redb_index:of_table/1), is the record's
+%% writes and its index rows', one redb write (none for a bag key without
+%% rows), as commit/2 writes it. Rows that cannot be stored stop Mnesia
+%% (fail-stop).
+-spec change(atom() | tuple(), fun(([term()]) -> [fraghash_redb_nif:op()])) -> ok.
+change(Tab, OpsOf) ->
+    try OpsOf(fraghash_redb_index:of_table(Tab)) of
+        [] -> ok;
+        Ops -> commit(Tab, Ops)
+    catch
+        error:{fraghash_redb, Kind, Msg} -> fail_stop(Tab, Kind, Msg)
     end.
 
 %% @doc Writes `Ops', a change Mnesia is committing to `Tab', or stops

@@ -89,8 +89,8 @@
 %%
 %% == Loading, replication ==
 %% A node loading a table from another receives it through Mnesia's
-%% standard protocol: the sender {@link select/4}s chunks, the receiver
-%% clears its copy and writes each chunk as one redb transaction.
+%% standard protocol ({@link fraghash_redb_load}): the receiver clears its
+%% copy and writes each chunk of stored rows as one redb write.
 %%
 %% A `bag' index or an index plugin is refused at `create_table' with
 %% `{fraghash_redb, index_not_supported, Text}'.
@@ -150,7 +150,8 @@ register(Alias) ->
 %% @doc Syncs the node's database: every write that returned survives a
 %% crash of the operating system or a power cut too (with the default
 %% `redb_durability' of `logged', writes are synced within `redb_sync_ms'
-%% anyway; with `immediate', this changes nothing). With {@link forget/1},
+%% anyway; with `immediate', this changes nothing). Writes from other
+%% processes go on meanwhile, into a fresh memtable. With {@link forget/1},
 %% one of the two hooks by which the growth path reaches a backend's
 %% storage: its durability step (`fraghash_durable') calls `sync/0' of
 %% every external backend holding copies on the node that exports it, and
@@ -248,7 +249,7 @@ load_table(_Alias, Tab, {net_load, _}, _Cs) ->
     ok = fraghash_redb_admin:need_db(Tab),
     fraghash_redb_commit:replayed(Tab, false),
     ok = ensure_table(Tab),
-    write([{clear, name(Tab)} | fraghash_redb_index:not_built_ops(Tab)]);
+    fraghash_redb_db:write_or_raise([{clear, name(Tab)} | fraghash_redb_index:not_built_ops(Tab)]);
 load_table(_Alias, Tab, startup, _Cs) ->
     fraghash_redb_commit:replayed(Tab, true),
     ensure_table(Tab);
@@ -288,7 +289,7 @@ stored_for(Tag) when is_tuple(Tag) -> element(1, Tag).
 %% @private
 delete_table(_Alias, Tab) ->
     ok = fraghash_redb_admin:need_db(Tab),
-    ok = write(fraghash_redb_index:delete(Tab)),
+    ok = fraghash_redb_db:write_or_raise(fraghash_redb_index:delete(Tab)),
     case fraghash_redb_nif:delete_table(fraghash_redb_db:handle(), name(Tab)) of
         ok -> ok;
         {error, {no_such_table, _}} -> ok;
@@ -314,30 +315,30 @@ tmp_suffixes() -> [].
 
 %%% Loading a table from another node
 
-%% @private
+%% @private The protocol is fraghash_redb_load's: to a `redb_copies' copy
+%% the rows go as stored, to another storage type as records.
+sender_init(_Alias, Tab, {ext, _, ?MODULE}, _Pid) ->
+    fraghash_redb_load:rows_sender(name(Tab));
 sender_init(Alias, Tab, _RemoteStorage, _Pid) ->
-    {standard,
-     fun() -> select(Alias, Tab, [{'_', [], ['$_']}], ?CHUNK) end,
-     fun(Cont) -> select(Cont) end}.
+    fraghash_redb_load:records_sender(fun() -> select(Alias, Tab, [{'_', [], ['$_']}], ?CHUNK) end,
+                                      fun select/1).
 
 %% @private No message from the receiver is expected.
-sender_handle_info(_Msg, _Alias, _Tab, _ReceiverPid, Cont) ->
-    {fun(C) -> select(C) end, Cont}.
+sender_handle_info(_Msg, _Alias, Tab, _ReceiverPid, Cont) ->
+    {fraghash_redb_load:sender_more(name(Tab), Cont, fun select/1), Cont}.
 
 %% @private
 receiver_first_message(_Pid, {first, Size}, _Alias, _Tab) ->
-    {Size, no_state}.
+    {fraghash_redb_load:receiving(Size), no_state}.
 
-%% @private One chunk, one redb transaction.
+%% @private One chunk, one redb write.
 receive_data(Data, _Alias, Tab, _Sender, State) ->
-    Name = name(Tab),
-    RowKey = row_key_fun(Tab),
-    ok = write([{put, Name, RowKey(Obj), term_to_binary(Obj)} || Obj <- Data]),
+    ok = fraghash_redb_load:receive_chunk(Data, name(Tab), row_key_fun(Tab)),
     {more, State}.
 
-%% @private
-receive_done(_Alias, _Tab, _Sender, _State) ->
-    ok.
+%% @private The changes made during the copy, caught up on.
+receive_done(_Alias, Tab, _Sender, _State) ->
+    fraghash_redb_load:received(Tab, not fraghash_redb_bag:is_bag(Tab), name(Tab), row_key_fun(Tab)).
 
 %%% Records
 
@@ -347,7 +348,7 @@ receive_done(_Alias, _Tab, _Sender, _State) ->
 insert(_Alias, Tab, Obj) ->
     case replaying_or_kept(Tab) of
         true -> ok;
-        false -> commit(Tab, fun(Ixs) ->
+        false -> fraghash_redb_commit:change(Tab, fun(Ixs) ->
                                      %% A record of a bag replaces none.
                                      Old = [R || Ixs =/= [], not fraghash_redb_bag:is_bag(Tab),
                                                  R <- lookup(?ALIAS, Tab, element(2, Obj))],
@@ -360,7 +361,7 @@ insert(_Alias, Tab, Obj) ->
 delete(_Alias, Tab, Key) ->
     case {replaying_or_kept(Tab), fraghash_redb_nif:key_bin(Key)} of
         {false, {ok, K}} ->
-            commit(Tab, fun(Ixs) ->
+            fraghash_redb_commit:change(Tab, fun(Ixs) ->
                                 Ops = case fraghash_redb_bag:is_bag(Tab) of
                                           false -> [{delete, name(Tab), K}];
                                           true -> fraghash_redb_bag:delete_ops(name(Tab), K)
@@ -381,7 +382,7 @@ match_delete(_Alias, Tab, Pat) ->
         {true, _} ->
             ok;
         {false, true} ->
-            commit(Tab, fun(Ixs) -> [{clear, name(Tab)} | fraghash_redb_index:clear_ops(Ixs)] end);
+            fraghash_redb_commit:change(Tab, fun(Ixs) -> [{clear, name(Tab)} | fraghash_redb_index:clear_ops(Ixs)] end);
         {false, false} when is_tuple(Pat), tuple_size(Pat) >= 2 ->
             case fraghash_redb_bag:is_bag(Tab) andalso fraghash_redb_select:ground(Pat)
                 andalso fraghash_redb_nif:key_bin(element(2, Pat)) =/= none of
@@ -402,7 +403,7 @@ delete_matching({Recs, Cont}, Tab) ->
 %% a bag) and the index rows no record left holds.
 delete_rows(Tab, Recs) ->
     RowKey = row_key_fun(Tab),
-    commit(Tab, fun(Ixs) -> [{delete, name(Tab), RowKey(R)} || R <- Recs]
+    fraghash_redb_commit:change(Tab, fun(Ixs) -> [{delete, name(Tab), RowKey(R)} || R <- Recs]
                                 ++ remove_index_ops(Tab, Ixs, Recs) end).
 
 remove_index_ops(Tab, Ixs, Gone) ->
@@ -507,7 +508,7 @@ validate_record(_Alias, Tab, RecName, Arity, Type, Obj) ->
 %% `Tag' from its table (fraghash_redb_index).
 index_is_consistent(_Alias, Tag, Bool) when is_boolean(Bool) ->
     ok = fraghash_redb_admin:need_db(stored_for(Tag)),
-    ok = write(fraghash_redb_index:built_ops(Tag, Bool)),
+    ok = fraghash_redb_db:write_or_raise(fraghash_redb_index:built_ops(Tag, Bool)),
     fraghash_redb_index:consistent(Tag, Bool).
 
 %% @private `true' for an index built once and kept since with its
@@ -566,17 +567,6 @@ row_key_fun(Tab) ->
     Pos = keypos(Tab),
     fun(Obj) -> fraghash_redb_bag:row_key(IsBag, Pos, Obj) end.
 
-%% A committed change to `Tab': `OpsOf(Ixs)', given its indexes, is the
-%% record's writes and its index rows', one redb write (none for a bag key
-%% without rows). Rows that cannot be stored stop Mnesia (fail-stop).
-commit(Tab, OpsOf) ->
-    try OpsOf(fraghash_redb_index:of_table(Tab)) of
-        [] -> ok;
-        Ops -> fraghash_redb_commit:commit(Tab, Ops)
-    catch
-        error:{fraghash_redb, Kind, Msg} -> fraghash_redb_commit:fail_stop(Tab, Kind, Msg)
-    end.
-
 order_key(Key) ->
     fraghash_redb_nif:order_key(Key).
 
@@ -584,18 +574,3 @@ order_key(Key) ->
 key_of(Tab, {ok, _K, V}) -> element(keypos(Tab), binary_to_term(V));
 key_of(_Tab, '$end_of_table') -> '$end_of_table';
 key_of(_Tab, Error) -> fraghash_redb_nif:check(Error).
-
-%% A failed write outside a commit (loading a copy, the table of index
-%% states) is logged as an error and raised: Mnesia's loader reports it.
-write([]) ->
-    ok;
-write(Ops) ->
-    case fraghash_redb_db:write(Ops) of
-        ok ->
-            ok;
-        {error, {Kind, Msg}} ->
-            logger:error("fraghash_redb: write to ~ts failed: ~p: ~ts",
-                         [fraghash_redb_db:path(), Kind, Msg]),
-            erlang:error({fraghash_redb, Kind, Msg})
-    end.
-

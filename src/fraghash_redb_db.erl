@@ -50,7 +50,8 @@
 -module(fraghash_redb_db).
 -behaviour(gen_server).
 
--export([ensure_started/0, stop/0, handle/0, is_open/0, path/0, write/1, update_counter/4,
+-export([ensure_started/0, stop/0, handle/0, is_open/0, path/0, write/1, write_or_raise/1,
+         update_counter/4,
          update_counter/5,
          repair_log/1, has_room/0,
          add_aliases/1, remove_aliases/1, max_group/0, stats/0, check_file/1,
@@ -177,6 +178,20 @@ write([]) ->
     ok;
 write(Ops) ->
     gen_server:call(?MODULE, {write, Ops}, infinity).
+
+%% @doc As {@link write/1}, for a write outside a transaction's commit
+%% (loading a copy, the table of index states): a failure is logged as an
+%% error and raised as `{fraghash_redb, Kind, Message}' (Mnesia's loader
+%% reports it).
+-spec write_or_raise([fraghash_redb_nif:op()]) -> ok.
+write_or_raise(Ops) ->
+    case write(Ops) of
+        ok ->
+            ok;
+        {error, {Kind, Msg}} ->
+            logger:error("fraghash_redb: write to ~ts failed: ~p: ~ts", [path(), Kind, Msg]),
+            erlang:error({fraghash_redb, Kind, Msg})
+    end.
 
 %% @doc Whether the node's database has room for more writes (`true'
 %% when it is not open: the write then reports that). When it has none,

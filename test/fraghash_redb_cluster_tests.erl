@@ -20,6 +20,8 @@
 %% Records written before and after the replica is made.
 -define(BEFORE, 50).
 -define(AFTER, 300).
+%% Records in a table copied while written.
+-define(LOADED, 30000).
 
 replica_test_() ->
     Ways = [{convert_from_other_node, open},
@@ -44,6 +46,12 @@ fallback_test_() ->
      {timeout, ?T, {"restore/2 with recreate_tables and keep_tables", fun restore/0}},
      {timeout, ?T, {"restore/2 of a table with copies on two nodes, and install_fallback "
                     "on both", fun restore_two/0}}].
+
+loading_test_() ->
+    [{timeout, ?T, {lists:flatten(io_lib:format("a copy added while a writer writes and deletes "
+                                                "ends equal to its source: ~p", [Kind])),
+                    fun() -> loading(Kind) end}}
+     || Kind <- [set, ordered_set, bag, indexed]].
 
 %%% Replicas
 
@@ -109,6 +117,77 @@ fill(N, Tab) ->
     {atomic, ok} = rpc:call(N, mnesia, transaction,
                             [fun() -> [ok = mnesia:write({Tab, K, K * 2})
                                        || K <- lists:seq(1, ?BEFORE)], ok end]).
+
+%%% A copy loaded under writes
+
+%% A table of `Kind' on A (?LOADED records), a writer on A writing,
+%% deleting (and in a bag adding records to) random keys in transactions
+%% while B's copy is added: afterwards both copies hold the same records
+%% (and index reads on B agree with A). The writer's changes during the
+%% copy are the ones Mnesia's loader keeps and fraghash_redb_load catches
+%% up on (writes and deletes of a set or ordered_set, indexed or not) or
+%% Mnesia applies (a bag's, a record's delete).
+loading(Kind) ->
+    [A, B] = cluster("loading_" ++ atom_to_list(Kind), 2),
+    {atomic, ok} = rpc:call(A, fraghash_redb_copies, register, []),
+    Tab = list_to_atom("ld_" ++ atom_to_list(Kind)),
+    Opts = case Kind of
+               indexed -> [{index, [3]}];
+               bag -> [{type, bag}];
+               ordered_set -> [{type, ordered_set}];
+               set -> []
+           end,
+    {atomic, ok} = rpc:call(A, mnesia, create_table, [Tab, [{redb_copies, [A]} | Opts]]),
+    {atomic, ok} = rpc:call(A, mnesia, transaction,
+                            [fun() -> [ok = mnesia:write({Tab, K, K rem 97})
+                                       || K <- lists:seq(1, ?LOADED)], ok end]),
+    Test = self(),
+    Objects = Kind =:= bag orelse Kind =:= indexed,
+    Writer = spawn_link(A, fun() -> load_writer(Test, Tab, Objects, 0) end),
+    receive {writes, Writer, _} -> ok end,
+    Before = writes(Writer),
+    {atomic, ok} = rpc:call(A, mnesia, add_table_copy, [Tab, B, redb_copies], 60000),
+    During = writes(Writer) - Before,
+    timer:sleep(200),
+    Writer ! stop,
+    receive {stopped, Writer} -> ok end,
+    fraghash_test_support:report("~p: ~b writer transactions during the copy~n", [Kind, During]),
+    ?assert(During > 0),
+    All = fun(N) ->
+                  lists:sort(rpc:call(N, fraghash_redb_copies, select,
+                                      [redb_copies, Tab, [{'_', [], ['$_']}]]))
+          end,
+    ?assertEqual(All(A), All(B)),
+    ?assert(length(All(A)) > ?LOADED div 2),
+    [?assertEqual(lists:sort(rpc:call(A, mnesia, dirty_index_read, [Tab, V, 3])),
+                  lists:sort(rpc:call(B, mnesia, dirty_index_read, [Tab, V, 3])))
+     || Kind =:= indexed, V <- lists:seq(0, 96)],
+    stop_all([A, B]).
+
+%% Runs on A: random transactions on `Tab' (deletes of a record too when
+%% `Objects') until told to stop; answers `writes' with the count so far.
+load_writer(Test, Tab, Objects, N) ->
+    receive
+        {count, From} -> From ! {writes, self(), N}, load_writer(Test, Tab, Objects, N);
+        stop -> Test ! {stopped, self()}
+    after 0 ->
+            N == 0 andalso (Test ! {writes, self(), 0}),
+            K = rand:uniform(?LOADED + 1000),
+            {atomic, ok} =
+                mnesia:transaction(
+                  fun() ->
+                          case rand:uniform(4) of
+                              1 -> mnesia:delete({Tab, K});
+                              2 when Objects -> mnesia:delete_object({Tab, K, K rem 97});
+                              _ -> mnesia:write({Tab, K, rand:uniform(97) - 1})
+                          end
+                  end),
+            load_writer(Test, Tab, Objects, N + 1)
+    end.
+
+writes(Writer) ->
+    Writer ! {count, self()},
+    receive {writes, Writer, N} -> N end.
 
 %%% A fragmented table in one call
 

@@ -1,0 +1,161 @@
+%% @doc How a `redb_copies' table is copied to another node: the sender and
+%% receiver sides of Mnesia's standard loading protocol, which
+%% {@link fraghash_redb_copies}' callbacks hand over to here (Mnesia's
+%% loader copies a table for `add_table_copy', `move_table_copy' and a
+%% node that loads a table from another at start).
+%%
+%% == Rows as stored ==
+%% To a `redb_copies' receiver the sender sends each chunk as the rows its
+%% database stores, `{fraghash_rows, [{RowKey, Value}]}' read in key order
+%% ({@link fraghash_redb_nif:chunk/5}), and the receiver writes them as they
+%% are, one redb write a chunk: no record is decoded on one side and
+%% encoded again on the other (a `bag''s rows and their order keys alike).
+%% To another storage type (a copy changed to `disc_copies' elsewhere) it
+%% sends records. The receiver's indexes are built by Mnesia after the
+%% load (fraghash_redb_index: a loaded copy's indexes are marked not built).
+%%
+%% == Writers first ==
+%% Both sides run at low process priority while chunks go: the node's
+%% other work (the writers' locks and commits) goes first, so a copy under
+%% load slows down rather than the writers. Both are back at normal
+%% priority for the last step, which Mnesia runs with the table's writers
+%% held.
+%%
+%% == The changes made during the copy ==
+%% Mnesia's loader (4.21.3) keeps the changes committed to the table while
+%% it is copied, as table events in an ordered ets table of the receiving
+%% process, and applies them one backend call each in that last step, with
+%% the writers held: a few thousand calls after a copy of some seconds
+%% under load. {@link received/4} applies the plain ones at their head
+%% first (a record written, a key deleted, in a `set' or `ordered_set'),
+%% in order, a few thousand to a redb write, and takes them out of that
+%% ets table; Mnesia applies the rest as before, in order. The copy's
+%% indexes are built after both, from its records. Where the events are
+%% not kept so (another Mnesia), nothing is done here.
+-module(fraghash_redb_load).
+
+-export([rows_sender/1, records_sender/2, sender_more/3, receiving/1, receive_chunk/3,
+         received/4]).
+
+%% Rows read per chunk (as many as select's chunks).
+-define(CHUNK, (fraghash_redb_select:chunk())).
+%% The process dictionary key under which Mnesia's loader keeps the ets
+%% table of the changes made during the copy (mnesia_loader 4.21.3).
+-define(CHANGES_KEY, mnesia_table_receiver_subscr_cache).
+
+%% @doc The sender's chunk functions for a `redb_copies' receiver: the
+%% rows of redb table `Name' (see Rows as stored), at low priority.
+-spec rows_sender(binary()) -> {standard, fun(), fun()}.
+rows_sender(Name) ->
+    process_flag(priority, low),
+    {standard, fun() -> sent(rows(Name, edge)) end, fun(Start) -> sent(rows(Name, Start)) end}.
+
+%% @doc The sender's chunk functions for a receiver of another storage
+%% type: `Init()' and `More(Cont)' (the backend's select), at low priority.
+-spec records_sender(fun(), fun()) -> {standard, fun(), fun()}.
+records_sender(Init, More) ->
+    process_flag(priority, low),
+    {standard, fun() -> sent(Init()) end, fun(Cont) -> sent(More(Cont)) end}.
+
+%% @doc The chunk function for continuation `Cont' of either sender.
+-spec sender_more(binary(), term(), fun()) -> fun().
+sender_more(Name, Cont, _More) when Cont =:= done; element(1, Cont) =:= 'after' ->
+    fun(Start) -> sent(rows(Name, Start)) end;
+sender_more(_Name, _Cont, More) ->
+    fun(C) -> sent(More(C)) end.
+
+%% Up to a chunk of the stored rows of redb table `Name' from `Start', and
+%% where the next chunk starts; `'$end_of_table'' past the last.
+rows(_Name, done) ->
+    '$end_of_table';
+rows(Name, Start) ->
+    case fraghash_redb_nif:check(
+           fraghash_redb_nif:chunk(fraghash_redb_db:handle(), Name, Start, forward, ?CHUNK)) of
+        {ok, [], _} -> '$end_of_table';
+        {ok, Rows, done} -> {{fraghash_rows, Rows}, done};
+        {ok, Rows, more} -> {{fraghash_rows, Rows}, {'after', element(1, lists:last(Rows))}}
+    end.
+
+%% The sender's next chunk; after the last, the last step follows.
+sent('$end_of_table') ->
+    process_flag(priority, normal),
+    '$end_of_table';
+sent(Chunk) ->
+    Chunk.
+
+%% @doc The receiver's first message: `Size' records to come; the receiver
+%% goes to low priority.
+-spec receiving(term()) -> term().
+receiving(Size) ->
+    process_flag(priority, low),
+    Size.
+
+%% @doc Writes one chunk to redb table `Name' (`RowKey' gives a record's
+%% row key), one redb write.
+-spec receive_chunk({fraghash_rows, [{binary(), binary()}]} | [tuple()], binary(),
+                    fun((tuple()) -> binary())) -> ok.
+receive_chunk({fraghash_rows, Rows}, Name, _RowKey) ->
+    fraghash_redb_db:write_or_raise([{put, Name, K, V} || {K, V} <- Rows]);
+receive_chunk(Records, Name, RowKey) ->
+    fraghash_redb_db:write_or_raise([{put, Name, RowKey(R), term_to_binary(R)} || R <- Records]).
+
+%% @doc The chunks have all come: the receiver back at normal priority,
+%% and, when `Plain' (`Tab' a `set' or `ordered_set', stored in redb table
+%% `Name'), the plain changes made during the copy applied (see The
+%% changes made during the copy).
+-spec received(atom(), boolean(), binary(), fun((tuple()) -> binary())) -> ok.
+received(Tab, Plain, Name, RowKey) ->
+    process_flag(priority, normal),
+    Changes = get(?CHANGES_KEY),
+    case Plain andalso Changes =/= undefined andalso ets:info(Changes, type) =:= ordered_set of
+        true ->
+            RecName = mnesia_lib:val({Tab, record_name}),
+            catch_up(Changes, Tab, Name, RowKey, RecName, ets:first(Changes));
+        false ->
+            ok
+    end.
+
+%% Applies the plain changes from `Id' on, in writes of up to 8 chunks.
+catch_up(Changes, Tab, Name, RowKey, RecName, Id) ->
+    case plain(Changes, Tab, Id, 8 * ?CHUNK, []) of
+        {[], _} ->
+            ok;
+        {Events, Next} ->
+            ok = fraghash_redb_commit:change(
+                   Tab, fun(_) -> lists:append([ops(E, Name, RowKey, RecName) || {_, E} <- Events])
+                        end),
+            [true = ets:delete(Changes, EId) || {EId, _} <- Events],
+            case Next of
+                stop -> ok;
+                _ -> catch_up(Changes, Tab, Name, RowKey, RecName, Next)
+            end
+    end.
+
+%% Up to `N' plain changes from `Id', oldest first, and the id after them
+%% (`stop' at the first change that is not plain, or at the end).
+plain(_Changes, _Tab, '$end_of_table', _N, Acc) ->
+    {lists:reverse(Acc), stop};
+plain(_Changes, _Tab, Id, 0, Acc) ->
+    {lists:reverse(Acc), Id};
+plain(Changes, Tab, Id, N, Acc) ->
+    case ets:lookup(Changes, Id) of
+        [{Id, {mnesia_table_event, {write, Rec, _}}}] when element(1, Rec) =:= Tab ->
+            plain(Changes, Tab, ets:next(Changes, Id), N - 1, [{Id, {write, Rec}} | Acc]);
+        [{Id, {mnesia_table_event, {delete, {Tab, Key}, _}}}] ->
+            plain(Changes, Tab, ets:next(Changes, Id), N - 1, [{Id, {delete, Key}} | Acc]);
+        _ ->
+            {lists:reverse(Acc), stop}
+    end.
+
+%% The redb ops of a plain change, as the backend's insert/3 and delete/3
+%% write them (the record under the table's record name, as Mnesia's
+%% loader passes it).
+ops({write, Rec}, Name, RowKey, RecName) ->
+    Obj = setelement(1, Rec, RecName),
+    [{put, Name, RowKey(Obj), term_to_binary(Obj)}];
+ops({delete, Key}, Name, _RowKey, _RecName) ->
+    case fraghash_redb_nif:key_bin(Key) of
+        {ok, K} -> [{delete, Name, K}];
+        %% A key that cannot be stored is in no table.
+        none -> []
+    end.
