@@ -51,6 +51,7 @@
 -behaviour(gen_server).
 
 -export([ensure_started/0, stop/0, handle/0, is_open/0, path/0, write/1, write_or_raise/1,
+         write_bulk/1,
          update_counter/4,
          update_counter/5,
          repair_log/1, has_room/0,
@@ -185,13 +186,24 @@ write(Ops) ->
 %% reports it).
 -spec write_or_raise([fraghash_redb_nif:op()]) -> ok.
 write_or_raise(Ops) ->
-    case write(Ops) of
-        ok ->
-            ok;
-        {error, {Kind, Msg}} ->
-            logger:error("fraghash_redb: write to ~ts failed: ~p: ~ts", [path(), Kind, Msg]),
-            erlang:error({fraghash_redb, Kind, Msg})
-    end.
+    raised(write(Ops)).
+
+%% @doc Writes `Ops' from the calling process as a logged batch that gives
+%% way to the node's other writes ({@link fraghash_redb_nif:write_bulk/2}),
+%% for loading a copy: written through this module's process, its chunks
+%% would queue the transactions' commits behind them. A failure is logged
+%% and raised as by {@link write_or_raise/1}. The logged writes are synced
+%% within `redb_sync_ms', as any.
+-spec write_bulk([fraghash_redb_nif:op()]) -> ok.
+write_bulk(Ops) ->
+    ok = raised(fraghash_redb_nif:write_bulk(handle(), Ops)),
+    gen_server:cast(?MODULE, written).
+
+raised(ok) ->
+    ok;
+raised({error, {Kind, Msg}}) ->
+    logger:error("fraghash_redb: write to ~ts failed: ~p: ~ts", [path(), Kind, Msg]),
+    erlang:error({fraghash_redb, Kind, Msg}).
 
 %% @doc Whether the node's database has room for more writes (`true'
 %% when it is not open: the write then reports that). When it has none,
@@ -334,6 +346,9 @@ handle_call({remove_aliases, As}, _From, #st{aliases = Old} = S) ->
 handle_cast(room, S) ->
     %% A flush tries for room again; one at a time.
     {noreply, flush(S)};
+handle_cast(written, S) ->
+    %% A bulk write made by its caller (write_bulk/1): synced in time.
+    {noreply, written(S)};
 handle_cast(_Msg, S) ->
     {noreply, S}.
 

@@ -8,7 +8,9 @@
 %% To a `redb_copies' receiver the sender sends each chunk as the rows its
 %% database stores, `{fraghash_rows, [{RowKey, Value}]}' read in key order
 %% ({@link fraghash_redb_nif:chunk/5}), and the receiver writes them as they
-%% are, one redb write a chunk: no record is decoded on one side and
+%% are, one redb write a chunk, made by the receiving process as a bulk
+%% write that gives way to the node's other writers
+%% ({@link fraghash_redb_db:write_bulk/1}): no record is decoded on one side and
 %% encoded again on the other (a `bag''s rows and their order keys alike).
 %% To another storage type (a copy changed to `disc_copies' elsewhere) it
 %% sends records. The receiver's indexes are built by Mnesia after the
@@ -95,9 +97,9 @@ receiving(Size) ->
 -spec receive_chunk({fraghash_rows, [{binary(), binary()}]} | [tuple()], binary(),
                     fun((tuple()) -> binary())) -> ok.
 receive_chunk({fraghash_rows, Rows}, Name, _RowKey) ->
-    fraghash_redb_db:write_or_raise([{put, Name, K, V} || {K, V} <- Rows]);
+    fraghash_redb_db:write_bulk([{put, Name, K, V} || {K, V} <- Rows]);
 receive_chunk(Records, Name, RowKey) ->
-    fraghash_redb_db:write_or_raise([{put, Name, RowKey(R), term_to_binary(R)} || R <- Records]).
+    fraghash_redb_db:write_bulk([{put, Name, RowKey(R), term_to_binary(R)} || R <- Records]).
 
 %% @doc The chunks have all come: the receiver back at normal priority,
 %% and, when `Plain' (`Tab' a `set' or `ordered_set', stored in redb table

@@ -28,7 +28,7 @@
 -export([order_key/1, order_key_etf/1, order_key_etf_dirty/1]).
 -export([key_prefix/1, key_prefix_etf/1, key_prefix_etf_dirty/1]).
 -export([open/2, close/1, create_table/3, delete_table/2, tables/1,
-         write/3, sync/1, flush/1, wants_flush/1, get/3, get_now/3, first/2, last/2, next/3,
+         write/3, write_bulk/2, sync/1, flush/1, wants_flush/1, get/3, get_now/3, first/2, last/2, next/3,
          prev/3,
          chunk/5, records/5, size/2, stored_bytes/2, log_repairs/1, has_room/1,
          reopen/1]).
@@ -165,6 +165,13 @@ tables(_Db) -> ?NIF.
 %% those.
 -spec write(db(), [op()], immediate | logged | deferred) -> ok | error().
 write(_Db, _Ops, _Durability) -> ?NIF.
+
+%% @doc As {@link write/3} with `logged', once the memtable holds less than
+%% twice `memtable_bytes' (waiting for a flush under way, or flushing): a
+%% bulk load's batch that never brings other writers to the memtable's
+%% limit.
+-spec write_bulk(db(), [op()]) -> ok | error().
+write_bulk(_Db, _Ops) -> ?NIF.
 
 %% @doc Syncs every batch written so far, and empties the log.
 -spec sync(db()) -> ok | error().

@@ -14,6 +14,7 @@
 //! | `delete_table(Db, Name)` | dirty I/O | `ok` |
 //! | `tables(Db)` | dirty I/O | `{ok, [{Name, Props}]}` |
 //! | `write(Db, Ops, Durability)` | dirty I/O | `ok` |
+//! | `write_bulk(Db, Ops)` | dirty I/O | `ok`: logged, once the memtable is below twice its size (`Db::write_bulk`) |
 //! | `sync(Db)` | dirty I/O | `ok`: every write that returned before it durable (`Db::sync_written`) |
 //! | `flush(Db)` | dirty I/O | `true` or `false` |
 //! | `wants_flush(Db)` | normal (reads one figure) | `true` or `false` |
@@ -390,6 +391,24 @@ fn write<'a>(
         .collect::<NifResult<Vec<_>>>()?;
     Ok(with_db(env, &db, |d| {
         d.write(&ops, durability)?;
+        Ok(atoms::ok().encode(env))
+    }))
+}
+
+/// Applies `ops` as a logged batch that gives way to other writers
+/// (`Db::write_bulk`).
+#[rustler::nif(schedule = "DirtyIo")]
+fn write_bulk<'a>(
+    env: Env<'a>,
+    db: ResourceArc<DbResource>,
+    ops: Vec<Term<'a>>,
+) -> NifResult<Term<'a>> {
+    let ops = ops
+        .into_iter()
+        .map(decode_op)
+        .collect::<NifResult<Vec<_>>>()?;
+    Ok(with_db(env, &db, |d| {
+        d.write_bulk(&ops)?;
         Ok(atoms::ok().encode(env))
     }))
 }

@@ -486,3 +486,47 @@ fn sync_written_makes_earlier_batches_durable_and_leaves_later_ones_logged() {
         ]
     );
 }
+
+#[test]
+fn bulk_batches_keep_the_memtable_under_twice_its_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("b.redb");
+    // 300-byte values: about 365 bytes of memtable and 330 of log each.
+    let opts = OpenOptions {
+        memtable_bytes: 400,
+        ..OpenOptions::default()
+    };
+    let value = [b'v'; 300];
+    let keys: Vec<[u8; 2]> = (0..40u8).map(|i| [b'k', i]).collect();
+    let most_logged = |bulk: bool| {
+        let db = Db::open(&path, &opts).unwrap();
+        db.create_table("t", b"").ok();
+        let mut most = 0;
+        for key in &keys {
+            let op = [put("t", key, &value)];
+            if bulk {
+                db.write_bulk(&op).unwrap();
+            } else {
+                db.write(&op, Durability::Logged).unwrap();
+            }
+            most = most.max(db.log_bytes());
+        }
+        (db, most)
+    };
+    // A logged batch waits only at four times the memtable's size: the log
+    // holds up to four batches.
+    let (db, logged) = most_logged(false);
+    assert!(logged > 1300, "{logged}");
+    db.close().unwrap();
+    // A bulk batch starts below twice the size (two batches, 730 bytes):
+    // at most three batches' records are in the log.
+    let (db, bulk) = most_logged(true);
+    assert!(bulk <= 3 * 330, "{bulk}");
+    for key in &keys {
+        assert_eq!(db.get("t", key).unwrap(), Some(value.to_vec()));
+    }
+    // Logged: kept through a drop without a sync.
+    drop(db);
+    let db = Db::open(&path, &opts).unwrap();
+    assert_eq!(db.len("t").unwrap(), keys.len() as u64);
+}
