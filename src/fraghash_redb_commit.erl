@@ -33,7 +33,11 @@
 %% `load_table(_, Tab, startup, _)' and `close_table/2'; the database
 %% already holds every change that returned, with its index rows, so those
 %% writes are dropped, to the table's indexes too ({@link replaying/1}; see
-%% the durability section of {@link fraghash_redb_copies}).
+%% the durability section of {@link fraghash_redb_copies}). A write the
+%% replay makes outside those calls, to a table the database does not hold
+%% (its copy deleted since), is dropped too: stopping Mnesia for it would
+%% stop the node at every start. The copy is then loaded as Mnesia decides
+%% (from a replica on another node, which Mnesia prefers while one runs).
 -module(fraghash_redb_commit).
 
 -export([room/1, change/2, commit/2, fail_stop/3, replaying/1, replayed/2]).
@@ -71,7 +75,13 @@ change(Tab, OpsOf) ->
 commit(Tab, Ops) ->
     try fraghash_redb_db:write(Ops) of
         ok -> ok;
-        {error, {no_such_table, _}} = E -> still_here(Tab) andalso fail_stop(Tab, E), ok;
+        {error, {no_such_table, _}} = E ->
+            %% Kept nowhere here: a table this node no longer holds, or,
+            %% while Mnesia starts, its log replay into one whose copy
+            %% the database no longer holds (see Mnesia's log replay).
+            still_here(Tab) andalso mnesia_lib:is_running() =/= starting
+                andalso fail_stop(Tab, E),
+            ok;
         {error, {Kind, Msg}} -> fail_stop(Tab, Kind, Msg)
     catch
         %% The database's process gone (crashed, or stopping with Mnesia),
