@@ -53,11 +53,19 @@ merge_core(File) ->
 %% the node started again, Mnesia started there by `Start(Node)' on the
 %% empty directory, the backend registered (Mnesia merges two schemas only
 %% when their backend types agree), and `Node' joined to `Peer' with a disc
-%% schema and a copy of each table it held, of the same type. Returns the
-%% new `{PeerProcess, Node}'.
+%% schema, a copy of each table it held, of the same type, and its place in
+%% the node pools it was in. Returns the new `{PeerProcess, Node}'.
 rejoin(Node, Peer, {Name, Dir}, Args, Start) ->
-    Held = [{T, Type} || T <- rpc:call(Peer, mnesia, system_info, [tables]), T =/= schema,
-                         {N, Type} <- rpc:call(Peer, fraghash_move, copies, [T]), N =:= Node],
+    Tabs = rpc:call(Peer, mnesia, system_info, [tables]) -- [schema],
+    Held = [{T, Type} || T <- Tabs, {N, Type} <- rpc:call(Peer, fraghash_move, copies, [T]),
+                         N =:= Node],
+    %% Taking a node out of the schema takes it out of every fragmented
+    %% table's node pool too (mnesia_frag:remove_node/2): it goes back.
+    Pools = [T || T <- Tabs,
+                  lists:member(Node, proplists:get_value(
+                                       node_pool,
+                                       rpc:call(Peer, mnesia, table_info, [T, frag_properties]),
+                                       []))],
     case lists:member(Node, nodes()) of
         true -> fraghash_test_support:kill_nodes([Node]);
         false -> ok
@@ -71,4 +79,6 @@ rejoin(Node, Peer, {Name, Dir}, Args, Start) ->
     {atomic, ok} = rpc:call(Peer, mnesia, change_table_copy_type, [schema, Node, disc_copies]),
     [{atomic, ok} = rpc:call(Peer, mnesia, add_table_copy, [T, Node, Type], 300000)
      || {T, Type} <- Held],
+    [{atomic, ok} = rpc:call(Peer, mnesia, change_table_frag, [T, {add_node, Node}])
+     || T <- Pools],
     New.
