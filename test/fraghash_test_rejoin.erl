@@ -8,6 +8,8 @@
 %% Used by fraghash_move_tests and the multi-node tortures.
 -module(fraghash_test_rejoin).
 
+-include_lib("eunit/include/eunit.hrl").
+
 -export([restart_peer/3, merge_failed/1, rejoin/5]).
 
 %% @doc Starts the peer `Name' again (as fraghash_test_support:start_peer/3)
@@ -66,6 +68,12 @@ rejoin(Node, Peer, {Name, Dir}, Args, Start) ->
                                        node_pool,
                                        rpc:call(Peer, mnesia, table_info, [T, frag_properties]),
                                        []))],
+    %% Afresh only when every copy it holds has another: out of the
+    %% schema, a table's only copy would be gone.
+    ?assertEqual({only_copies_on, Node, []},
+                 {only_copies_on, Node,
+                  [T || {T, _} <- Held,
+                        [N || {N, _} <- rpc:call(Peer, fraghash_move, copies, [T]), N =/= Node] =:= []]}),
     case lists:member(Node, nodes()) of
         true -> fraghash_test_support:kill_nodes([Node]);
         false -> ok
