@@ -61,7 +61,7 @@ impl Db {
     /// [`Durability::Immediate`] batch, and any batch that clears a table,
     /// is a synced commit of everything written so far with it.
     pub fn write(&self, ops: &[Op], durability: Durability) -> Result<(), DbError> {
-        guarded(&self.path, || self.write_unguarded(ops, durability))
+        guarded(&self.path, || self.write_unguarded(ops, durability, 4))
     }
 
     /// Applies `ops` as a [`Durability::Logged`] batch that gives way to
@@ -73,23 +73,19 @@ impl Db {
     /// writers' batches go on at their usual cost while it runs.
     pub fn write_bulk(&self, ops: &[Op]) -> Result<(), DbError> {
         guarded(&self.path, || {
-            loop {
-                let w = self.lock_writer();
-                if self.view().active.bytes() < 2 * self.memtable_bytes {
-                    break;
-                }
-                if w.flushing {
-                    drop(self.wait_flushed(w));
-                } else {
-                    drop(w);
-                    self.flush_unguarded()?;
-                }
-            }
-            self.write_unguarded(ops, Durability::Logged)
+            self.write_unguarded(ops, Durability::Logged, 2)
         })
     }
 
-    fn write_unguarded(&self, ops: &[Op], durability: Durability) -> Result<(), DbError> {
+    /// A batch of [`Db::write`] or [`Db::write_bulk`]: a memtable batch
+    /// waits while the memtable holds `full` times
+    /// [`OpenOptions::memtable_bytes`](super::OpenOptions) or more.
+    fn write_unguarded(
+        &self,
+        ops: &[Op],
+        durability: Durability,
+        full: usize,
+    ) -> Result<(), DbError> {
         for op in ops {
             check_name(op.table())?;
         }
@@ -99,7 +95,7 @@ impl Db {
             return self.commit_all(&mut w, |txn| self.apply_ops(txn, ops));
         }
         let mut w = self.lock_writer();
-        while self.view().active.bytes() >= 4 * self.memtable_bytes {
+        while self.view().active.bytes() >= full * self.memtable_bytes {
             if w.flushing {
                 w = self.wait_flushed(w);
             } else {
