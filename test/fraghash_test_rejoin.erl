@@ -59,8 +59,8 @@ merge_core(File) ->
 %% the node pools it was in. Returns the new `{PeerProcess, Node}'.
 rejoin(Node, Peer, {Name, Dir}, Args, Start) ->
     Tabs = rpc:call(Peer, mnesia, system_info, [tables]) -- [schema],
-    Held = [{T, Type} || T <- Tabs, {N, Type} <- rpc:call(Peer, fraghash_move, copies, [T]),
-                         N =:= Node],
+    Copies = [{T, rpc:call(Peer, fraghash_move, copies, [T])} || T <- Tabs],
+    Held = [{T, Type} || {T, Cs} <- Copies, {N, Type} <- Cs, N =:= Node],
     %% Taking a node out of the schema takes it out of every fragmented
     %% table's node pool too (mnesia_frag:remove_node/2): it goes back.
     Pools = [T || T <- Tabs,
@@ -72,8 +72,8 @@ rejoin(Node, Peer, {Name, Dir}, Args, Start) ->
     %% schema, a table's only copy would be gone.
     ?assertEqual({only_copies_on, Node, []},
                  {only_copies_on, Node,
-                  [T || {T, _} <- Held,
-                        [N || {N, _} <- rpc:call(Peer, fraghash_move, copies, [T]), N =/= Node] =:= []]}),
+                  [T || {T, Cs} <- Copies, lists:keymember(Node, 1, Cs),
+                        [N || {N, _} <- Cs, N =/= Node] =:= []]}),
     case lists:member(Node, nodes()) of
         true -> fraghash_test_support:kill_nodes([Node]);
         false -> ok

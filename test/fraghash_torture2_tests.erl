@@ -128,8 +128,7 @@ torture(NNodes) ->
               "waited for; recover/0 dropped it): ~b~nnodes rejoined afresh (their schema "
               "not mergeable after a redb_copies move): ~b~n",
               [length(get_list(beyond_count)), length(get_list(rejoins))]),
-    [begin os:cmd("kill -9 " ++ rpc:call(N, os, getpid, [])), wait_down(N) end
-     || N <- nodes_of(Cl)],
+    ok = fraghash_test_support:kill_nodes(nodes_of(Cl)),
     All = Checks ++ LastChecks,
     ?assertEqual([], [F || {_, _, R} = F <- Final, R =/= {atomic, ok}]),
     ?assertEqual([], lists:sublist([C || C <- All, faulty(C)], 5)),
