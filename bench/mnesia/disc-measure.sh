@@ -47,7 +47,11 @@
 #                                       into DIR (default _build/peer), with
 #                                       the ratios redb ÷ rocksdb and a phase
 #                                       of 1,000,000 overwrites
-#                                       (fraghash_bench_peer)
+#                                       (fraghash_bench_peer); --floor (after
+#                                       --peer) adds floor_copies, Mnesia's
+#                                       external-table path with records in
+#                                       ets (fraghash_bench_floor): the most
+#                                       any backend could write
 # Environment: scripts/build-nif.sh's variables; for redb,
 # FRAGHASH_REDB_BENCH_STORAGE (comma-separated storage types, default all
 # three) and FRAGHASH_REDB_CACHE_BYTES (redb's page cache, default an
@@ -106,6 +110,10 @@ case "$what" in
             FRAGHASH_BENCH_ROCKSDB=${FRAGHASH_BENCH_ROCKSDB:-$root/_build/peer}
             shift 2
         fi
+        if [ "${1:-}" = --floor ]; then
+            floor=,floor_copies
+            shift
+        fi
         if [ -n "${FRAGHASH_BENCH_ROCKSDB:-}" ]; then
             [ -d "$FRAGHASH_BENCH_ROCKSDB/mnesia_rocksdb/ebin" ] || {
                 echo "$0: no mnesia_rocksdb build in $FRAGHASH_BENCH_ROCKSDB:" \
@@ -122,13 +130,13 @@ case "$what" in
             "") sizes=100000 ;;
             *) sizes=$(echo "$@" | tr ' ' ',') ;;
         esac
-        storage=${FRAGHASH_REDB_BENCH_STORAGE:-$storage}
+        storage=${FRAGHASH_REDB_BENCH_STORAGE:-$storage}${floor:-}
         erl -noshell -pa "$lib/ebin" "$lib/bench/mnesia" \
             -eval "fraghash_bench_redb:run(\"$tmp\", [$sizes], [$storage], [$opts]), halt()."
         ;;
     *)
         echo "usage: $0 torture [KILLS] | relieve | growth [RECORDS] [MODULES] [REPS] [STORAGE]" \
-             "| bag [RECORDS] | redb [--peer rocksdb] [--full | --big | RECORDS...]" >&2
+             "| bag [RECORDS] | redb [--peer rocksdb] [--floor] [--full | --big | RECORDS...]" >&2
         exit 2
         ;;
 esac

@@ -49,7 +49,7 @@ code_paths(_) ->
     [].
 
 %% @doc In the storage type's own VM, after `mnesia:start()': registers a
-%% peer backend and returns the options its table is created with beyond
+%% peer backend (or `floor_copies', {@link fraghash_bench_floor}) and returns the options its table is created with beyond
 %% the bench's own (none for Mnesia's and fraghash's types).
 -spec setup(atom()) -> [{atom(), term()}].
 setup(rocksdb_copies) ->
@@ -64,6 +64,10 @@ setup(rocksdb_copies) ->
             end,
     [{user_properties,
       [{rocksdb_opts, [{block_based_table_options, [{block_cache, Cache}]} | Extra]}]}];
+setup(floor_copies) ->
+    ok = fraghash_bench_floor:init_backend(),
+    {atomic, ok} = fraghash_bench_floor:register(),
+    [];
 setup(_) ->
     [].
 
@@ -105,7 +109,8 @@ cache_bytes() ->
 -spec ratio_columns([atom()]) -> [{atom(), string()}].
 ratio_columns(Names) ->
     [{disc_only_copies, "redb / disc_only"}, {disc_copies, "redb / disc_copies"}]
-        ++ [{rocksdb_copies, "redb / rocksdb"} || lists:member(rocksdb_copies, Names)].
+        ++ [{rocksdb_copies, "redb / rocksdb"} || lists:member(rocksdb_copies, Names)]
+        ++ [{floor_copies, "redb / floor"} || lists:member(floor_copies, Names)].
 
 %% The targets the redb_copies backend set itself against mnesia_rocksdb:
 %% {Label, Key, Goal, at_least | at_most}, on redb_copies ÷ rocksdb_copies.
@@ -141,8 +146,33 @@ print_targets(Results) ->
                       "writes (redb reads the pages it rewrites). Load, disc and "
                       "reopen hardly do. RocksDB runs with its default 8 MiB block "
                       "cache after the reopen (the overwrites).~n",
-                      [cache_bytes() div 1048576]);
+                      [cache_bytes() div 1048576]),
+            print_floor(Results);
         _ ->
+            ok
+    end.
+
+%% With `floor_copies' measured too: the write ratios against rocksdb_copies
+%% that no backend can pass, since none writes faster than Mnesia's path
+%% alone (fraghash_bench_floor).
+print_floor(Results) ->
+    case lists:keyfind(floor_copies, 1, Results) of
+        {_, F} ->
+            {_, O} = lists:keyfind(rocksdb_copies, 1, Results),
+            {_, R} = lists:keyfind(redb_copies, 1, Results),
+            io:format("~nMnesia's path alone (floor_copies, records in ets): the highest "
+                      "ratio against rocksdb_copies any backend could reach~n~n"
+                      "| figure | floor ÷ rocksdb | redb ÷ rocksdb | redb ÷ floor |~n"
+                      "|---|---:|---:|---:|~n"),
+            [io:format("| ~ts | ~.2f | ~.2f | ~.2f |~n",
+                       [Label, maps:get(K, F) / maps:get(K, O), maps:get(K, R) / maps:get(K, O),
+                        maps:get(K, R) / maps:get(K, F)])
+             || {Label, K} <- [{"writes, 1 writer, writes/s", write1_ops_s},
+                               {"writes, 16 writers, writes/s", write16_ops_s},
+                               {"reads, transaction ops/s", read_tx_ops_s}],
+                maps:is_key(K, F), maps:is_key(K, O), maps:is_key(K, R)],
+            ok;
+        false ->
             ok
     end.
 
