@@ -28,7 +28,7 @@
 -export([order_key/1, order_key_etf/1, order_key_etf_dirty/1]).
 -export([key_prefix/1, key_prefix_etf/1, key_prefix_etf_dirty/1]).
 -export([open/2, close/1, create_table/3, delete_table/2, tables/1,
-         write/3, write_bulk/2, sync/1, flush/1, wants_flush/1, get/3, get_now/3, first/2, last/2, next/3,
+         write/3, write_logged/2, write_logged_dirty/2, hold_direct_writes/2, write_bulk/2, sync/1, flush/1, wants_flush/1, get/3, get_now/3, first/2, last/2, next/3,
          prev/3,
          chunk/5, records/5, size/2, stored_bytes/2, log_repairs/1, has_room/1,
          reopen/1]).
@@ -133,7 +133,9 @@ key_prefix_etf_dirty(_Etf) -> ?NIF.
 %% default 64 MiB), `verify' (check every page on open; default false)
 %% and `memtable_bytes' (the memtable's size past which {@link
 %% wants_flush/1} says `true'; a write finding four times as much flushes
-%% first; default 1 MiB).
+%% first; default 1 MiB). The database belongs to the calling process:
+%% when that process ends without closing it, it is closed unsynced, as a
+%% kill -9 of the node would leave it (its log replays at the next open).
 -spec open(binary(), #{create => boolean(), cache_bytes => non_neg_integer(),
                        verify => boolean(), memtable_bytes => non_neg_integer()}) ->
           {ok, db()} | error().
@@ -165,6 +167,29 @@ tables(_Db) -> ?NIF.
 %% those.
 -spec write(db(), [op()], immediate | logged | deferred) -> ok | error().
 write(_Db, _Ops, _Durability) -> ?NIF.
+
+%% @doc As {@link write/3} with `logged', written by the calling process on
+%% its own scheduler rather than by the node's writer process ({@link
+%% fraghash_redb_db}): `ok'; `notify' when the writer process must hear of
+%% it (the memtable held nothing before, so no flush is armed for it yet,
+%% or it now holds enough to be flushed); `busy', nothing written, while
+%% the writer process holds such writes off ({@link hold_direct_writes/2});
+%% `dirty', nothing written, where the batch would wait (for another
+%% writer, a flush, the disc) or is large (over 64 ops or 64 KiB), and for
+%% 100 ms after a batch here took over 1 ms: then call {@link
+%% write_logged_dirty/2}.
+-spec write_logged(db(), [op()]) -> ok | notify | busy | dirty | error().
+write_logged(_Db, _Ops) -> ?NIF.
+
+%% @doc As {@link write_logged/2}, on a dirty I/O scheduler, waiting where
+%% that one answers `dirty'.
+-spec write_logged_dirty(db(), [op()]) -> ok | notify | busy | error().
+write_logged_dirty(_Db, _Ops) -> ?NIF.
+
+%% @doc With `true', makes {@link write_logged/2} answer `busy' and
+%% returns once none is under way; with `false', lets it write again.
+-spec hold_direct_writes(db(), boolean()) -> ok.
+hold_direct_writes(_Db, _Hold) -> ?NIF.
 
 %% @doc As {@link write/3} with `logged', once the memtable holds less than
 %% twice `memtable_bytes' (waiting for a flush under way, or flushing): a

@@ -23,7 +23,7 @@ damage_test_() ->
      {timeout, ?T, {"both log files deleted: start refused, repair goes on without them",
                     fun deleted/0}},
      {timeout, ?T, {"the database's process unreachable at a commit: Mnesia stops on the "
-                    "node, the write not acknowledged", fun writer_gone/0}}].
+                    "node, the write not acknowledged; killed, it is opened again", fun writer_gone/0}}].
 
 flipped() ->
     {Node, Dir, Log} = written("flip"),
@@ -85,7 +85,10 @@ writer_gone() ->
     {atomic, ok} = rpc:call(Node, mnesia, create_table, [d, [{redb_copies, [Node]}]]),
     {atomic, ok} = rpc:call(Node, mnesia, transaction, [fun() -> mnesia:write({d, 1, kept}) end]),
     Writer = rpc:call(Node, erlang, whereis, [fraghash_redb_db]),
-    true = rpc:call(Node, erlang, unregister, [fraghash_redb_db]),
+    %% The database closed under the committing process, as its process's
+    %% end closes it (fraghash_redb_nif:open/2), before a restart opens it
+    %% again: the commit's own write is refused.
+    ok = rpc:call(Node, fraghash_redb_nif, close, [rpc:call(Node, fraghash_redb_db, handle, [])]),
     Answer = rpc:call(Node, mnesia, transaction, [fun() -> mnesia:write({d, 2, lost}) end]),
     ?assertNotEqual({atomic, ok}, Answer),
     ok = wait_stopped(Node, 100),
@@ -95,6 +98,14 @@ writer_gone() ->
     ok = rpc:call(Node, mnesia, start, []),
     ok = rpc:call(Node, mnesia, wait_for_tables, [[d], 30000]),
     ?assertEqual([{d, 1, kept}], rpc:call(Node, mnesia, dirty_read, [d, 1])),
+    %% Its process killed, the database is closed with it and opened again
+    %% by the restarted process: a write meanwhile waits for it.
+    Writer2 = rpc:call(Node, erlang, whereis, [fraghash_redb_db]),
+    true = rpc:call(Node, erlang, exit, [Writer2, kill]),
+    ?assertEqual({atomic, ok}, rpc:call(Node, mnesia, transaction,
+                                        [fun() -> mnesia:write({d, 3, new}) end])),
+    ?assertEqual([{d, 3, new}], rpc:call(Node, mnesia, dirty_read, [d, 3])),
+    ?assertNotEqual(Writer2, rpc:call(Node, erlang, whereis, [fraghash_redb_db])),
     stop(Node).
 
 %% A peer whose redb_copies table `d' got ?WRITES acknowledged writes that

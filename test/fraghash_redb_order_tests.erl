@@ -308,6 +308,9 @@ errors_test_() ->
      {"a file open already gives {error, {locked, _}}", fun open_twice/0},
      {"a missing file without create gives {error, {not_found, _}}", fun missing_file/0},
      {"a closed handle gives {error, {closed, _}}", fun closed_handle/0},
+     {"a database whose opener ended unclosed is closed, its logged writes kept",
+      fun opener_gone/0},
+     {"logged writes of the caller's own: ok, notify, dirty, busy", fun written_by_caller/0},
      {"a missing table gives {error, {no_such_table, _}}", fun missing_table/0},
      {"normal_reads false: every read on a dirty scheduler, same answers", fun dirty_reads_only/0},
      {"a pid, ref, port or fun is not a key", fun unsupported_keys/0},
@@ -371,6 +374,61 @@ closed_handle() ->
     ?assertMatch({error, {closed, _}}, fraghash_redb_nif:read(Db, ?TAB, <<1>>)),
     ?assertMatch({error, {closed, _}},
                  fraghash_redb_nif:write(Db, [{put, ?TAB, <<1>>, <<2>>}], immediate)).
+
+opener_gone() ->
+    Path = db_path("opener_gone"),
+    Self = self(),
+    {Pid, Ref} = spawn_monitor(fun() ->
+                                       {ok, Db} = fraghash_redb_nif:open(Path, #{}),
+                                       ok = fraghash_redb_nif:create_table(Db, ?TAB, <<>>),
+                                       ok = fraghash_redb_nif:write(Db, [{put, ?TAB, <<1>>, <<2>>}], logged),
+                                       Self ! {db, Db}
+                               end),
+    Db = receive {db, D} -> D end,
+    receive {'DOWN', Ref, process, Pid, normal} -> ok end,
+    %% Closed with its opener (the handle still held here): refused, and
+    %% the file free for the next open, which replays the logged write.
+    ?assert(wait_closed(Db, 100)),
+    ?assertMatch({error, {closed, _}}, fraghash_redb_nif:write_logged(Db, [{put, ?TAB, <<3>>, <<4>>}])),
+    {ok, Db2} = fraghash_redb_nif:open(Path, #{create => false}),
+    ?assertEqual({ok, <<2>>}, fraghash_redb_nif:get(Db2, ?TAB, <<1>>)),
+    ?assertEqual(not_found, fraghash_redb_nif:get(Db2, ?TAB, <<3>>)),
+    ok = fraghash_redb_nif:close(Db2).
+
+wait_closed(Db, Tries) ->
+    case fraghash_redb_nif:get(Db, ?TAB, <<1>>) of
+        {error, {closed, _}} -> true;
+        _ when Tries > 0 -> timer:sleep(10), wait_closed(Db, Tries - 1);
+        _ -> false
+    end.
+
+written_by_caller() ->
+    {ok, Db} = fraghash_redb_nif:open(db_path("by_caller"), #{memtable_bytes => 10000}),
+    ok = fraghash_redb_nif:create_table(Db, ?TAB, <<>>),
+    Put = fun(K, V) -> [{put, ?TAB, <<K:32>>, V}] end,
+    %% The first batch into an empty memtable is to be told to the writer,
+    %% the next is not; one past the memtable's size is.
+    ?assertEqual(notify, fraghash_redb_nif:write_logged(Db, Put(1, <<"a">>))),
+    ?assertEqual(ok, fraghash_redb_nif:write_logged(Db, Put(2, <<"b">>))),
+    ?assertEqual(notify, fraghash_redb_nif:write_logged(Db, Put(3, binary:copy(<<"c">>, 10000)))),
+    %% Too large for a normal scheduler: dirty, nothing written; the dirty
+    %% call writes it.
+    Big = lists:append([Put(K, <<"d">>) || K <- lists:seq(10, 80)]),
+    ?assertEqual(dirty, fraghash_redb_nif:write_logged(Db, Big)),
+    ?assertEqual(not_found, fraghash_redb_nif:get(Db, ?TAB, <<10:32>>)),
+    ?assertEqual(notify, fraghash_redb_nif:write_logged_dirty(Db, Big)),
+    ?assertEqual({ok, <<"d">>}, fraghash_redb_nif:get(Db, ?TAB, <<80:32>>)),
+    %% Held off: busy, nothing written, until let go.
+    ok = fraghash_redb_nif:hold_direct_writes(Db, true),
+    ?assertEqual(busy, fraghash_redb_nif:write_logged(Db, Put(4, <<"e">>))),
+    ?assertEqual(busy, fraghash_redb_nif:write_logged_dirty(Db, Put(4, <<"e">>))),
+    ok = fraghash_redb_nif:hold_direct_writes(Db, false),
+    ?assertEqual(not_found, fraghash_redb_nif:get(Db, ?TAB, <<4:32>>)),
+    ?assertMatch(A when A =:= ok; A =:= notify, fraghash_redb_nif:write_logged(Db, Put(4, <<"e">>))),
+    ?assertEqual({ok, <<"e">>}, fraghash_redb_nif:get(Db, ?TAB, <<4:32>>)),
+    ?assertMatch({error, {no_such_table, _}},
+                 fraghash_redb_nif:write_logged(Db, [{put, <<"nope">>, <<1>>, <<1>>}])),
+    ok = fraghash_redb_nif:close(Db).
 
 %% Opened with `normal_reads' false, every read goes to a dirty scheduler,
 %% with the same answers.

@@ -55,16 +55,17 @@
 //! library, so the hook is its own), so no panic message or backtrace
 //! reaches the node's terminal.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
-use fraghash_redb::db::{
-    guarded, Chunk, Db, DbError, Direction, Durability, Op, OpenOptions, Start,
+use fraghash_redb::db::{guarded, Chunk, Db, DbError, Direction, OpenOptions, Start};
+use rustler::{
+    Atom, Binary, Encoder, Env, Error, LocalPid, Monitor, NewBinary, NifResult, ResourceArc, Term,
 };
-use rustler::{Atom, Binary, Encoder, Env, Error, NewBinary, NifResult, ResourceArc, Term};
 
 mod keys;
+mod writes;
 
 mod atoms {
     rustler::atoms! {
@@ -111,6 +112,8 @@ mod atoms {
         more,
         done,
         none,
+        busy,
+        notify,
         end_of_table = "$end_of_table",
     }
 }
@@ -120,9 +123,16 @@ mod atoms {
 struct DbResource {
     db: RwLock<Option<Db>>,
     normal_reads: AtomicBool,
+    /// Writes from their callers ([`writes::write_logged`]) are held off
+    /// (answered `busy`) while set.
+    direct_held: AtomicBool,
+    /// Writes from their callers under way.
+    direct_under_way: AtomicUsize,
     /// Until when (nanoseconds on [`clock`]) `get_now` sends reads to a
     /// dirty scheduler.
     dirty_reads_until: AtomicU64,
+    /// The same for `writes::write_logged`.
+    dirty_writes_until: AtomicU64,
 }
 
 impl DbResource {
@@ -130,7 +140,10 @@ impl DbResource {
         DbResource {
             db: RwLock::new(Some(db)),
             normal_reads: AtomicBool::new(normal_reads),
+            direct_held: AtomicBool::new(false),
+            direct_under_way: AtomicUsize::new(0),
             dirty_reads_until: AtomicU64::new(0),
+            dirty_writes_until: AtomicU64::new(0),
         }
     }
 }
@@ -148,7 +161,16 @@ fn clock() -> u64 {
 }
 
 #[rustler::resource_impl]
-impl rustler::Resource for DbResource {}
+impl rustler::Resource for DbResource {
+    /// The process that opened the database ended without closing it (a
+    /// kill, a crash): it is dropped unsynced, as a kill -9 of the node
+    /// would leave it, so that no caller writes into it while nobody
+    /// flushes it, and its file is free for the next open, which replays
+    /// the log. Later calls on it return `{error, {closed, _}}`.
+    fn down<'a>(&'a self, _env: Env<'a>, _pid: LocalPid, _monitor: Monitor) {
+        drop(self.db.write().unwrap_or_else(|p| p.into_inner()).take());
+    }
+}
 
 fn binary<'a>(env: Env<'a>, data: &[u8]) -> Term<'a> {
     NewBinary::from_slice(env, data).into()
@@ -244,6 +266,8 @@ fn open<'a>(env: Env<'a>, path: Binary<'a>, opts: Term<'a>) -> NifResult<Term<'a
     Ok(match Db::open(utf8(path)?, &options) {
         Ok(db) => {
             let res = ResourceArc::new(DbResource::new(db, normal));
+            // Owned by the opener: see `DbResource::down`.
+            let _ = env.monitor(&res, &env.pid());
             (atoms::ok(), res).encode(env)
         }
         Err(e) => db_error(env, &e),
@@ -339,105 +363,6 @@ fn tables(env: Env, db: ResourceArc<DbResource>) -> Term {
             .collect();
         Ok((atoms::ok(), list).encode(env))
     })
-}
-
-/// One op of a batch: `{put, Tab, Key, Value}`, `{delete, Tab, Key}` or
-/// `{clear, Tab}`.
-fn decode_op<'a>(t: Term<'a>) -> NifResult<Op<'a>> {
-    let parts = rustler::types::tuple::get_tuple(t)?;
-    let tag: Atom = parts.first().ok_or(Error::BadArg)?.decode()?;
-    let bin = |i: usize| -> NifResult<&'a [u8]> {
-        let b: Binary<'a> = parts.get(i).ok_or(Error::BadArg)?.decode()?;
-        Ok(b.as_slice())
-    };
-    let table =
-        || -> NifResult<&'a str> { std::str::from_utf8(bin(1)?).map_err(|_| Error::BadArg) };
-    Ok(match parts.len() {
-        4 if tag == atoms::put() => Op::Put {
-            table: table()?,
-            key: bin(2)?,
-            value: bin(3)?,
-        },
-        3 if tag == atoms::delete() => Op::Delete {
-            table: table()?,
-            key: bin(2)?,
-        },
-        2 if tag == atoms::clear() => Op::Clear { table: table()? },
-        _ => return Err(Error::BadArg),
-    })
-}
-
-/// Applies `ops` in one transaction with `durability` (`immediate`,
-/// `logged` or `deferred`).
-#[rustler::nif(schedule = "DirtyIo")]
-fn write<'a>(
-    env: Env<'a>,
-    db: ResourceArc<DbResource>,
-    ops: Vec<Term<'a>>,
-    durability: Atom,
-) -> NifResult<Term<'a>> {
-    let durability = if durability == atoms::immediate() {
-        Durability::Immediate
-    } else if durability == atoms::logged() {
-        Durability::Logged
-    } else if durability == atoms::deferred() {
-        Durability::Deferred
-    } else {
-        return Err(Error::BadArg);
-    };
-    let ops = ops
-        .into_iter()
-        .map(decode_op)
-        .collect::<NifResult<Vec<_>>>()?;
-    Ok(with_db(env, &db, |d| {
-        d.write(&ops, durability)?;
-        Ok(atoms::ok().encode(env))
-    }))
-}
-
-/// Applies `ops` as a logged batch that gives way to other writers
-/// (`Db::write_bulk`).
-#[rustler::nif(schedule = "DirtyIo")]
-fn write_bulk<'a>(
-    env: Env<'a>,
-    db: ResourceArc<DbResource>,
-    ops: Vec<Term<'a>>,
-) -> NifResult<Term<'a>> {
-    let ops = ops
-        .into_iter()
-        .map(decode_op)
-        .collect::<NifResult<Vec<_>>>()?;
-    Ok(with_db(env, &db, |d| {
-        d.write_bulk(&ops)?;
-        Ok(atoms::ok().encode(env))
-    }))
-}
-
-#[rustler::nif(schedule = "DirtyIo")]
-fn sync(env: Env, db: ResourceArc<DbResource>) -> Term {
-    with_db(env, &db, |d| {
-        d.sync_written()?;
-        Ok(atoms::ok().encode(env))
-    })
-}
-
-/// Commits the memtable to redb (`Db::flush`): `true` when it did,
-/// `false` when there was nothing to flush or another flush was under way.
-#[rustler::nif(schedule = "DirtyIo")]
-fn flush(env: Env, db: ResourceArc<DbResource>) -> Term {
-    with_db(env, &db, |d| Ok(d.flush()?.encode(env)))
-}
-
-/// Whether the memtable wants a flush (`Db::wants_flush`). Normal
-/// scheduler: it reads one figure under a lock held only for memory
-/// operations, and answers `false` rather than wait for a database being
-/// closed.
-#[rustler::nif]
-fn wants_flush(db: ResourceArc<DbResource>) -> bool {
-    match db.db.try_read() {
-        Ok(guard) => guard.as_ref().is_some_and(Db::wants_flush),
-        Err(_) => false,
-    }
 }
 
 #[rustler::nif(schedule = "DirtyIo")]

@@ -530,3 +530,62 @@ fn bulk_batches_keep_the_memtable_under_twice_its_size() {
     let db = Db::open(&path, &opts).unwrap();
     assert_eq!(db.len("t").unwrap(), keys.len() as u64);
 }
+
+#[test]
+fn batches_written_by_their_callers_say_when_a_flush_is_due_and_never_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.redb");
+    let opts = OpenOptions {
+        memtable_bytes: 400,
+        ..OpenOptions::default()
+    };
+    let db = Db::open(&path, &opts).unwrap();
+    db.create_table("t", b"").unwrap();
+    // The first batch into an empty memtable needs a flush armed; the
+    // next rides on it; one past the memtable's size needs the flush now.
+    assert!(db.write_logged(&[put("t", b"a", b"1")]).unwrap());
+    assert_eq!(
+        db.try_write_logged(&[put("t", b"b", b"2")]).unwrap(),
+        Some(false)
+    );
+    let big = [b'x'; 400];
+    assert_eq!(
+        db.try_write_logged(&[put("t", b"c", &big)]).unwrap(),
+        Some(true)
+    );
+    assert!(db.flush().unwrap());
+    assert!(db.write_logged(&[put("t", b"d", b"3")]).unwrap());
+    // A batch that would wait does not start: a clear (a synced commit),
+    // and any batch once the memtable holds four times its size.
+    assert_eq!(
+        db.try_write_logged(&[Op::Clear { table: "t" }]).unwrap(),
+        None
+    );
+    let keys: Vec<[u8; 2]> = (0..4u8).map(|i| [b'e', i]).collect();
+    for key in &keys {
+        assert_eq!(
+            db.try_write_logged(&[put("t", key, &big)]).unwrap(),
+            Some(true)
+        );
+    }
+    assert_eq!(db.try_write_logged(&[put("t", b"f", b"4")]).unwrap(), None);
+    assert_eq!(db.get("t", b"f").unwrap(), None, "nothing written");
+    assert!(matches!(
+        db.try_write_logged(&[put("nope", b"k", b"v")]),
+        Ok(None) | Err(DbError::NoSuchTable { .. })
+    ));
+    assert!(db.flush().unwrap());
+    assert_eq!(
+        db.try_write_logged(&[put("t", b"f", b"4")]).unwrap(),
+        Some(true)
+    );
+    assert!(matches!(
+        db.try_write_logged(&[put("nope", b"k", b"v")]),
+        Err(DbError::NoSuchTable { .. })
+    ));
+    // Logged: kept through a drop without a sync.
+    drop(db);
+    let db = Db::open(&path, &opts).unwrap();
+    assert_eq!(db.len("t").unwrap(), 9);
+    assert_eq!(db.get("t", b"f").unwrap(), Some(b"4".to_vec()));
+}

@@ -34,4 +34,13 @@ impl Op<'_> {
             Op::Put { table, .. } | Op::Delete { table, .. } | Op::Clear { table } => table,
         }
     }
+
+    /// The bytes of key and value it writes (0 for a clear).
+    pub fn bytes(&self) -> usize {
+        match self {
+            Op::Put { key, value, .. } => key.len() + value.len(),
+            Op::Delete { key, .. } => key.len(),
+            Op::Clear { .. } => 0,
+        }
+    }
 }

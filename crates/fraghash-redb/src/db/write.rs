@@ -61,7 +61,23 @@ impl Db {
     /// [`Durability::Immediate`] batch, and any batch that clears a table,
     /// is a synced commit of everything written so far with it.
     pub fn write(&self, ops: &[Op], durability: Durability) -> Result<(), DbError> {
-        guarded(&self.path, || self.write_unguarded(ops, durability, 4))
+        guarded(&self.path, || {
+            self.write_unguarded(ops, durability, 4).map(|_| ())
+        })
+    }
+
+    /// As [`Db::write`] with [`Durability::Logged`], for a caller that
+    /// keeps the memtable flushed itself rather than through one writer
+    /// process: `Ok(true)` when the memtable held nothing before this batch
+    /// (no flush is due for it yet: the caller arms one within its sync
+    /// interval) or now holds enough to be flushed ([`Db::wants_flush`]);
+    /// `Ok(false)` when a flush already due covers it. The answer is taken
+    /// under the writer lock, where a flush takes the memtable: a batch
+    /// that lands in a memtable a flush has just emptied is told so.
+    pub fn write_logged(&self, ops: &[Op]) -> Result<bool, DbError> {
+        guarded(&self.path, || {
+            self.write_unguarded(ops, Durability::Logged, 4)
+        })
     }
 
     /// Applies `ops` as a [`Durability::Logged`] batch that gives way to
@@ -73,26 +89,29 @@ impl Db {
     /// writers' batches go on at their usual cost while it runs.
     pub fn write_bulk(&self, ops: &[Op]) -> Result<(), DbError> {
         guarded(&self.path, || {
-            self.write_unguarded(ops, Durability::Logged, 2)
+            self.write_unguarded(ops, Durability::Logged, 2).map(|_| ())
         })
     }
 
-    /// A batch of [`Db::write`] or [`Db::write_bulk`]: a memtable batch
-    /// waits while the memtable holds `full` times
-    /// [`OpenOptions::memtable_bytes`](super::OpenOptions) or more.
+    /// A batch of [`Db::write`], [`Db::write_logged`] or
+    /// [`Db::write_bulk`]: a memtable batch waits while the memtable holds
+    /// `full` times [`OpenOptions::memtable_bytes`](super::OpenOptions) or
+    /// more. Answers as [`Db::write_logged`] (`false` for a synced commit).
     fn write_unguarded(
         &self,
         ops: &[Op],
         durability: Durability,
         full: usize,
-    ) -> Result<(), DbError> {
+    ) -> Result<bool, DbError> {
         for op in ops {
             check_name(op.table())?;
         }
         let clears = ops.iter().any(|op| matches!(op, Op::Clear { .. }));
         if durability == Durability::Immediate || clears {
             let mut w = self.lock_idle_writer();
-            return self.commit_all(&mut w, |txn| self.apply_ops(txn, ops));
+            return self
+                .commit_all(&mut w, |txn| self.apply_ops(txn, ops))
+                .map(|_| false);
         }
         let mut w = self.lock_writer();
         while self.view().active.bytes() >= full * self.memtable_bytes {
@@ -104,6 +123,42 @@ impl Db {
                 w = self.lock_writer();
             }
         }
+        self.append_batch(&mut w, ops, durability)
+    }
+
+    /// As [`Db::write_logged`], for a caller that must not wait (a normal
+    /// scheduler of the Erlang VM): `Ok(None)`, nothing written, where the
+    /// batch would wait for the writer lock or for a flush, or clears a
+    /// table. It may still read the disc, for the pages of its keys that
+    /// are not in redb's cache.
+    pub fn try_write_logged(&self, ops: &[Op]) -> Result<Option<bool>, DbError> {
+        guarded(&self.path, || {
+            for op in ops {
+                check_name(op.table())?;
+            }
+            if ops.iter().any(|op| matches!(op, Op::Clear { .. })) {
+                return Ok(None);
+            }
+            let mut w = match self.writer.try_lock() {
+                Ok(w) => w,
+                Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => return Ok(None),
+            };
+            if self.view().active.bytes() >= 4 * self.memtable_bytes {
+                return Ok(None);
+            }
+            self.append_batch(&mut w, ops, Durability::Logged).map(Some)
+        })
+    }
+
+    /// A memtable batch, under the writer lock `w`: to the log first when
+    /// `Logged`, then to the active layer. Answers as [`Db::write_logged`].
+    fn append_batch(
+        &self,
+        w: &mut MutexGuard<'_, Writer>,
+        ops: &[Op],
+        durability: Durability,
+    ) -> Result<bool, DbError> {
         self.check_tables(ops)?;
         let existed = self.existed(ops)?;
         if durability == Durability::Logged {
@@ -113,17 +168,18 @@ impl Db {
             }
         }
         let mut view = self.view_mut();
+        let was_empty = view.active.is_empty();
         for (op, existed) in ops.iter().zip(existed) {
             match *op {
                 Op::Put { table, key, value } => {
                     view.active.set(table, key, Some(value.to_vec()), existed)
                 }
                 Op::Delete { table, key } => view.active.set(table, key, None, existed),
-                Op::Clear { .. } => unreachable!("clears commit above"),
+                Op::Clear { .. } => unreachable!("clears commit in write_unguarded"),
             }
         }
         w.batches += 1;
-        Ok(())
+        Ok(was_empty || view.active.bytes() >= self.memtable_bytes)
     }
 
     /// Whether the disc has room for more writes: `false` once the log
