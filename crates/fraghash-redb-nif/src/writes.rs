@@ -27,7 +27,12 @@ const WRITE_SPELL: Duration = Duration::from_millis(100);
 
 /// One op of a batch: `{put, Tab, Key, Value}`, `{delete, Tab, Key}` or
 /// `{clear, Tab}`.
-pub(crate) fn decode_op<'a>(t: Term<'a>) -> NifResult<Op<'a>> {
+/// Every op of a batch (see [`decode_op`]).
+fn decode_ops<'a>(ops: Vec<Term<'a>>) -> NifResult<Vec<Op<'a>>> {
+    ops.into_iter().map(decode_op).collect()
+}
+
+fn decode_op<'a>(t: Term<'a>) -> NifResult<Op<'a>> {
     let parts = rustler::types::tuple::get_tuple(t)?;
     let tag: Atom = parts.first().ok_or(Error::BadArg)?.decode()?;
     let bin = |i: usize| -> NifResult<&'a [u8]> {
@@ -69,10 +74,7 @@ fn write<'a>(
     } else {
         return Err(Error::BadArg);
     };
-    let ops = ops
-        .into_iter()
-        .map(decode_op)
-        .collect::<NifResult<Vec<_>>>()?;
+    let ops = decode_ops(ops)?;
     Ok(with_db(env, &db, |d| {
         d.write(&ops, durability)?;
         Ok(atoms::ok().encode(env))
@@ -100,10 +102,7 @@ fn write_logged<'a>(
     if ops.len() > NOW_OPS || start < db.dirty_writes_until.load(Ordering::Relaxed) {
         return Ok(atoms::dirty().encode(env));
     }
-    let ops = ops
-        .into_iter()
-        .map(decode_op)
-        .collect::<NifResult<Vec<_>>>()?;
+    let ops = decode_ops(ops)?;
     if ops.iter().map(Op::bytes).sum::<usize>() > NOW_BYTES {
         return Ok(atoms::dirty().encode(env));
     }
@@ -130,10 +129,7 @@ fn write_logged_dirty<'a>(
     db: ResourceArc<DbResource>,
     ops: Vec<Term<'a>>,
 ) -> NifResult<Term<'a>> {
-    let ops = ops
-        .into_iter()
-        .map(decode_op)
-        .collect::<NifResult<Vec<_>>>()?;
+    let ops = decode_ops(ops)?;
     Ok(with_db(env, &db, |d| {
         Ok(direct(env, &db, || d.write_logged(&ops).map(Some)))
     }))
@@ -187,10 +183,7 @@ fn write_bulk<'a>(
     db: ResourceArc<DbResource>,
     ops: Vec<Term<'a>>,
 ) -> NifResult<Term<'a>> {
-    let ops = ops
-        .into_iter()
-        .map(decode_op)
-        .collect::<NifResult<Vec<_>>>()?;
+    let ops = decode_ops(ops)?;
     Ok(with_db(env, &db, |d| {
         d.write_bulk(&ops)?;
         Ok(atoms::ok().encode(env))
