@@ -193,7 +193,7 @@ write([]) ->
 write(Ops) ->
     case persistent_term:get(?DIRECT_KEY, none) of
         none ->
-            gen_server:call(?MODULE, {write, Ops}, infinity);
+            call_write(Ops);
         Db ->
             case fraghash_redb_nif:write_logged(Db, Ops) of
                 dirty -> written_by_caller(fraghash_redb_nif:write_logged_dirty(Db, Ops), Ops);
@@ -206,7 +206,7 @@ written_by_caller(ok, _Ops) ->
 written_by_caller(notify, _Ops) ->
     gen_server:cast(?MODULE, written);
 written_by_caller(busy, Ops) ->
-    gen_server:call(?MODULE, {write, Ops}, infinity);
+    call_write(Ops);
 written_by_caller({error, {closed, _}}, Ops) ->
     %% This process ended, and the database with it: its restart opens it
     %% again (or, Mnesia stopping, nothing does and the call fails).
@@ -220,8 +220,12 @@ call_restarted(Ops, Waits) ->
             timer:sleep(10),
             call_restarted(Ops, Waits - 1);
         _ ->
-            gen_server:call(?MODULE, {write, Ops}, infinity)
+            call_write(Ops)
     end.
+
+%% Writes `Ops' through this process (grouped with other callers').
+call_write(Ops) ->
+    gen_server:call(?MODULE, {write, Ops}, infinity).
 
 %% @doc As {@link write/1}, for a write outside a transaction's commit
 %% (loading a copy, the table of index states): a failure is logged as an
@@ -398,7 +402,7 @@ handle_cast(room, S) ->
     %% A flush tries for room again; one at a time.
     {noreply, flush(S)};
 handle_cast(written, S) ->
-    %% A bulk write made by its caller (write_bulk/1): synced in time.
+    %% A write its caller made (write/1, write_bulk/1): synced in time.
     {noreply, written(S)};
 handle_cast(_Msg, S) ->
     {noreply, S}.

@@ -128,11 +128,10 @@ struct DbResource {
     direct_held: AtomicBool,
     /// Writes from their callers under way.
     direct_under_way: AtomicUsize,
-    /// Until when (nanoseconds on [`clock`]) `get_now` sends reads to a
-    /// dirty scheduler.
-    dirty_reads_until: AtomicU64,
-    /// The same for `writes::write_logged`.
-    dirty_writes_until: AtomicU64,
+    /// When `get_now` sends reads to a dirty scheduler.
+    dirty_reads: DirtySpell,
+    /// When `writes::write_logged` sends batches to a dirty scheduler.
+    dirty_writes: DirtySpell,
 }
 
 impl DbResource {
@@ -142,8 +141,8 @@ impl DbResource {
             normal_reads: AtomicBool::new(normal_reads),
             direct_held: AtomicBool::new(false),
             direct_under_way: AtomicUsize::new(0),
-            dirty_reads_until: AtomicU64::new(0),
-            dirty_writes_until: AtomicU64::new(0),
+            dirty_reads: DirtySpell::default(),
+            dirty_writes: DirtySpell::default(),
         }
     }
 }
@@ -153,6 +152,29 @@ impl DbResource {
 const SLOW_READ: Duration = Duration::from_micros(200);
 /// How long reads stay on dirty schedulers after a slow one.
 const DIRTY_SPELL: Duration = Duration::from_secs(1);
+
+/// Until when (nanoseconds on [`clock`]) calls of one kind go to dirty
+/// schedulers, after one made on a normal scheduler took too long.
+#[derive(Default)]
+struct DirtySpell(AtomicU64);
+
+impl DirtySpell {
+    /// Whether a call begun at `now` is to go to a dirty scheduler.
+    fn on(&self, now: u64) -> bool {
+        now < self.0.load(Ordering::Relaxed)
+    }
+
+    /// Notes a call begun at `start` that has just ended on a normal
+    /// scheduler: if it took longer than `slow`, the calls of the next
+    /// `spell` go to dirty schedulers.
+    fn note(&self, start: u64, slow: Duration, spell: Duration) {
+        let end = clock();
+        if end - start > slow.as_nanos() as u64 {
+            self.0
+                .store(end + spell.as_nanos() as u64, Ordering::Relaxed);
+        }
+    }
+}
 
 /// Nanoseconds since the first call, on a monotonic clock.
 fn clock() -> u64 {
@@ -404,9 +426,7 @@ fn get_now<'a>(
 ) -> NifResult<Term<'a>> {
     let tab = utf8(tab)?;
     let start = clock();
-    if !db.normal_reads.load(Ordering::Relaxed)
-        || start < db.dirty_reads_until.load(Ordering::Relaxed)
-    {
+    if !db.normal_reads.load(Ordering::Relaxed) || db.dirty_reads.on(start) {
         return Ok(atoms::dirty().encode(env));
     }
     let Ok(guard) = db.db.try_read() else {
@@ -419,11 +439,7 @@ fn get_now<'a>(
             Err(e) => db_error(env, &e),
         },
     };
-    let end = clock();
-    if end - start > SLOW_READ.as_nanos() as u64 {
-        db.dirty_reads_until
-            .store(end + DIRTY_SPELL.as_nanos() as u64, Ordering::Relaxed);
-    }
+    db.dirty_reads.note(start, SLOW_READ, DIRTY_SPELL);
     Ok(answer)
 }
 

@@ -25,13 +25,13 @@ const SLOW_WRITE: Duration = Duration::from_millis(1);
 /// How long batches stay on dirty schedulers after a slow one.
 const WRITE_SPELL: Duration = Duration::from_millis(100);
 
-/// One op of a batch: `{put, Tab, Key, Value}`, `{delete, Tab, Key}` or
-/// `{clear, Tab}`.
 /// Every op of a batch (see [`decode_op`]).
 fn decode_ops<'a>(ops: Vec<Term<'a>>) -> NifResult<Vec<Op<'a>>> {
     ops.into_iter().map(decode_op).collect()
 }
 
+/// One op of a batch: `{put, Tab, Key, Value}`, `{delete, Tab, Key}` or
+/// `{clear, Tab}`.
 fn decode_op<'a>(t: Term<'a>) -> NifResult<Op<'a>> {
     let parts = rustler::types::tuple::get_tuple(t)?;
     let tag: Atom = parts.first().ok_or(Error::BadArg)?.decode()?;
@@ -99,7 +99,7 @@ fn write_logged<'a>(
     ops: Vec<Term<'a>>,
 ) -> NifResult<Term<'a>> {
     let start = clock();
-    if ops.len() > NOW_OPS || start < db.dirty_writes_until.load(Ordering::Relaxed) {
+    if ops.len() > NOW_OPS || db.dirty_writes.on(start) {
         return Ok(atoms::dirty().encode(env));
     }
     let ops = decode_ops(ops)?;
@@ -113,11 +113,7 @@ fn write_logged<'a>(
         return Ok(crate::closed(env));
     };
     let answer = direct(env, &db, || d.try_write_logged(&ops));
-    let end = clock();
-    if end - start > SLOW_WRITE.as_nanos() as u64 {
-        db.dirty_writes_until
-            .store(end + WRITE_SPELL.as_nanos() as u64, Ordering::Relaxed);
-    }
+    db.dirty_writes.note(start, SLOW_WRITE, WRITE_SPELL);
     Ok(answer)
 }
 

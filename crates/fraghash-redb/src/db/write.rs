@@ -19,6 +19,13 @@ use super::guard::guarded;
 use super::memtable::Layer;
 use super::{check_name, data_def, log, mark_log_seq, Db, DbError, Durability, Op, DATA_PREFIX};
 
+/// A memtable batch of [`Db::write`] or [`Db::write_logged`] waits (and
+/// [`Db::try_write_logged`] does not start) once the memtable holds this
+/// many times [`OpenOptions::memtable_bytes`](super::OpenOptions).
+const FULL: usize = 4;
+/// The same for a batch of [`Db::write_bulk`].
+const BULK_FULL: usize = 2;
+
 /// What the writer lock guards.
 #[derive(Debug)]
 pub(super) struct Writer {
@@ -62,7 +69,7 @@ impl Db {
     /// is a synced commit of everything written so far with it.
     pub fn write(&self, ops: &[Op], durability: Durability) -> Result<(), DbError> {
         guarded(&self.path, || {
-            self.write_unguarded(ops, durability, 4).map(|_| ())
+            self.write_unguarded(ops, durability, FULL).map(|_| ())
         })
     }
 
@@ -76,7 +83,7 @@ impl Db {
     /// that lands in a memtable a flush has just emptied is told so.
     pub fn write_logged(&self, ops: &[Op]) -> Result<bool, DbError> {
         guarded(&self.path, || {
-            self.write_unguarded(ops, Durability::Logged, 4)
+            self.write_unguarded(ops, Durability::Logged, FULL)
         })
     }
 
@@ -89,7 +96,8 @@ impl Db {
     /// writers' batches go on at their usual cost while it runs.
     pub fn write_bulk(&self, ops: &[Op]) -> Result<(), DbError> {
         guarded(&self.path, || {
-            self.write_unguarded(ops, Durability::Logged, 2).map(|_| ())
+            self.write_unguarded(ops, Durability::Logged, BULK_FULL)
+                .map(|_| ())
         })
     }
 
@@ -103,11 +111,7 @@ impl Db {
         durability: Durability,
         full: usize,
     ) -> Result<bool, DbError> {
-        for op in ops {
-            check_name(op.table())?;
-        }
-        let clears = ops.iter().any(|op| matches!(op, Op::Clear { .. }));
-        if durability == Durability::Immediate || clears {
+        if durability == Durability::Immediate || clears(ops)? {
             let mut w = self.lock_idle_writer();
             return self
                 .commit_all(&mut w, |txn| self.apply_ops(txn, ops))
@@ -133,10 +137,7 @@ impl Db {
     /// are not in redb's cache.
     pub fn try_write_logged(&self, ops: &[Op]) -> Result<Option<bool>, DbError> {
         guarded(&self.path, || {
-            for op in ops {
-                check_name(op.table())?;
-            }
-            if ops.iter().any(|op| matches!(op, Op::Clear { .. })) {
+            if clears(ops)? {
                 return Ok(None);
             }
             let mut w = match self.writer.try_lock() {
@@ -144,7 +145,7 @@ impl Db {
                 Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
                 Err(std::sync::TryLockError::WouldBlock) => return Ok(None),
             };
-            if self.view().active.bytes() >= 4 * self.memtable_bytes {
+            if self.view().active.bytes() >= FULL * self.memtable_bytes {
                 return Ok(None);
             }
             self.append_batch(&mut w, ops, Durability::Logged).map(Some)
@@ -566,4 +567,13 @@ fn compact_if_worth(db: &mut redb::Database, path: &std::path::Path) {
             break;
         }
     }
+}
+
+/// Whether the batch `ops` clears a table (it then commits synced, not
+/// through the memtable), once every table it names is a valid name.
+fn clears(ops: &[Op]) -> Result<bool, DbError> {
+    for op in ops {
+        check_name(op.table())?;
+    }
+    Ok(ops.iter().any(|op| matches!(op, Op::Clear { .. })))
 }
