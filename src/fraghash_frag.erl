@@ -149,6 +149,7 @@ recover_all() ->
     case fraghash_journal:ensure() of
         ok ->
             Recovered = [{T, recover(T)} || T <- fraghash_journal:pending()],
+            ok = fraghash_grow_moved:sweep(),
             %% Every table with no operation left, those just recovered
             %% included: a partition's heal can bring back a fragment table
             %% beyond the count of a table whose entry names another

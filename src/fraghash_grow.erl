@@ -26,7 +26,9 @@
 %% then on no writer reaches a moved record in its source: the copies are
 %% the records.</li>
 %% <li>`cleaning' (add): the moved records are deleted from the donors, in
-%% chunks; the entry goes.</li>
+%% chunks, found by the list of what the copy moved (`fraghash_grow_moved')
+%% or, without a whole list, by reading the donors again; the entry
+%% goes.</li>
 %% <li>`dropping' (del): the last fragment, which no key routes to any
 %% more, is deleted; the entry goes.</li>
 %% </ul>
@@ -168,15 +170,12 @@ run(Tab, #{op := Op} = Entry, Run) ->
     after
         [fraghash_frag_watch:stop(W) || W <- [erase(fraghash_grow_watch)], W =/= undefined],
         [fraghash_grow_fence:stop(F) || F <- [erase(fraghash_grow_fence)], F =/= undefined],
+        ok = fraghash_grow_moved:close(fraghash_grow_moved:take()),
         fraghash_grow_progress:stop(Tab)
     end.
 
 run_phases(Tab, #{op := Op, phase := Phase, parts := Parts} = Entry, Run) ->
-    ToScan = case lists:member(Phase, [copying, cleaning]) of
-                 true -> lists:sum([mnesia:table_info(S, size) || S <- frags(Parts, sources)]);
-                 false -> 0
-             end,
-    ok = fraghash_grow_progress:phase(Tab, Phase, ToScan),
+    ok = fraghash_grow_progress:phase(Tab, Phase, to_scan(Phase, Parts)),
     case phase(Phase, Tab, Entry, Run) of
         next ->
             Next = fraghash_grow_machine:next_phase(Op, Phase),
@@ -187,6 +186,19 @@ run_phases(Tab, #{op := Op, phase := Phase, parts := Parts} = Entry, Run) ->
         {aborted, _} = Aborted ->
             Aborted
     end.
+
+%% What a phase reads, for its progress: a cleaning from the list of what
+%% the copy moved, its items; a copy or a cleaning that reads the sources,
+%% their records.
+to_scan(cleaning, Parts) ->
+    case fraghash_grow_moved:count() of
+        0 -> to_scan(copying, Parts);
+        Listed -> Listed
+    end;
+to_scan(copying, Parts) ->
+    lists:sum([mnesia:table_info(S, size) || S <- frags(Parts, sources)]);
+to_scan(_Phase, _Parts) ->
+    0.
 
 phase(creating, Tab, #{n := N, parts := Parts} = Entry, #{nodes := Nodes}) ->
     step(Tab, grow_create),
@@ -207,9 +219,11 @@ phase(copying, Tab, #{op := Op, parts := Parts} = Entry, _Run) ->
     %% event came before) but which the copy's reads see (it is applied).
     Watch = fraghash_frag_watch:start(frags(Parts, sources)),
     put(fraghash_grow_watch, Watch),
+    [ok = fraghash_grow_moved:open(Tab)
+     || lists:member(cleaning, fraghash_grow_machine:phases(Op))],
     put(fraghash_grow_fence, fraghash_grow_fence:start()),
     step(Tab, op_step(Op, grow_copy, grow_del_copy)),
-    ok = fraghash_grow_copy:copy_all(where(Parts), Watch, progress(Tab)),
+    ok = fraghash_grow_copy:copy_all(where(Op, Parts), Watch, progress(Tab)),
     ok = durable(Entry, hidden_count(Entry)),
     next;
 phase(switching, Tab, #{op := Op, parts := Parts} = Entry, _Run) ->
@@ -218,7 +232,7 @@ phase(switching, Tab, #{op := Op, parts := Parts} = Entry, _Run) ->
     ok = fraghash_grow_schema:fresh_log(),
     ok = fraghash_grow_fence:hold(get(fraghash_grow_fence), Sources),
     step(Tab, op_step(Op, grow_switch_locked, grow_del_switch_locked)),
-    ok = fraghash_grow_copy:last_copy(where(Parts), get(fraghash_grow_watch)),
+    ok = fraghash_grow_copy:last_copy(where(Op, Parts), get(fraghash_grow_watch)),
     ok = durable(Entry, hidden_count(Entry)),
     step(Tab, op_step(Op, grow_switch_synced, grow_del_switch_synced)),
     case fraghash_grow_schema:switch(Tab, switch_changes(Parts), Sources) of
@@ -233,9 +247,12 @@ phase(switching, Tab, #{op := Op, parts := Parts} = Entry, _Run) ->
             ok = undo(Tab, Entry),
             Aborted
     end;
-phase(cleaning, Tab, #{parts := Parts} = Entry, _Run) ->
+phase(cleaning, Tab, #{op := Op, parts := Parts} = Entry, _Run) ->
     step(Tab, grow_clean),
-    ok = fraghash_grow_copy:clean(where(Parts), progress(Tab)),
+    Moved = fraghash_grow_moved:take(),
+    try fraghash_grow_copy:clean(where(Op, Parts), progress(Tab), Moved)
+    after fraghash_grow_moved:close(Moved)
+    end,
     ok = durable(Entry, hidden_count(Entry)),
     step(Tab, grow_done),
     ok = fraghash_journal:delete(Tab),
@@ -323,7 +340,7 @@ undo(Tab, #{op := add, parts := Parts} = Entry) ->
     fraghash_journal:delete(Tab);
 undo(Tab, #{op := Op, parts := Parts} = Entry) when Op =:= del; Op =:= rehash ->
     step(Tab, op_step(Op, grow_rollback, grow_del_rollback)),
-    ok = fraghash_grow_copy:remove_hidden(where(Parts)),
+    ok = fraghash_grow_copy:remove_hidden(where(Op, Parts)),
     ok = durable(Entry, hidden_count(Entry)),
     fraghash_journal:delete(Tab).
 
@@ -358,14 +375,16 @@ switch_changes(Parts) ->
 frags(Parts, Key) ->
     lists:append([maps:get(Key, P) || P <- Parts]).
 
-%% Each source fragment with its table's routes (`fraghash_grow_copy').
-where(Parts) ->
-    maps:from_list([{S, route(P)} || P <- Parts, S <- maps:get(sources, P)]).
+%% Each source fragment of operation `Op' with its table's routes
+%% (`fraghash_grow_copy'); an add's destination, its new fragment, is
+%% hidden until the switch.
+where(Op, Parts) ->
+    maps:from_list([{S, route(P, Op =:= add)} || P <- Parts, S <- maps:get(sources, P)]).
 
-route(#{tab := T, mod := Mod, pos := Pos, from := From, to := To, dests := Dests} = P) ->
+route(#{tab := T, mod := Mod, pos := Pos, from := From, to := To, dests := Dests} = P, Hidden) ->
     Place = fun(M, State) -> fun(V) -> frag_name(T, M:key_to_frag_number(State, V)) end end,
     #{pos => Pos, to => Place(maps:get(mod_to, P, Mod), To), from => Place(Mod, From),
-      dests => Dests, by_key => Pos =:= 2}.
+      dests => Dests, by_key => Pos =:= 2, hidden => Hidden}.
 
 %% What was committed to fragments 1..N of the parts (those that exist)
 %% and to the journal, durable where they are held.

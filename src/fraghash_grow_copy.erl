@@ -12,33 +12,37 @@
 %% a foreign-key table's foreign key), and the fragments its copies may be
 %% in (`dests'). A record moves when `to' places it elsewhere than its
 %% source; a copy of it is a record in a destination that `from' places
-%% in the source. No record of what was copied is kept: before the switch
-%% a copy is only ever replaced by a newer one (a writer's change to the
-%% source is seen by the watch and copied again), and after it nothing
-%% but the copies is read (`fraghash_grow_fence'), so the copies the
-%% sources still hold are deleted as they are found.
+%% in the source. Correctness needs no record of what was copied: before
+%% the switch a copy is only ever replaced by a newer one (a writer's change
+%% to the source is seen by the watch and copied again), and after it
+%% nothing but the copies is read (`fraghash_grow_fence'), so the copies
+%% the sources still hold are deleted wherever they are found. The items
+%% copied are noted in a list on disc (`fraghash_grow_moved') all the same,
+%% so that the cleaning finds them without reading the sources again.
 %%
-%% Every copy and every delete is made in a `sync_dirty' activity (returning
-%% once every replica applied it) and takes no lock: no writer writes a
-%% hidden copy (its key routes to its source) nor, after the switch, a
-%% moved record in its source (it routes to the copy), so there is nothing
-%% to wait for, and a writer never waits for the operation. A lock on a
-%% fragment that writers write (a donor, a del's or a rehash's destination)
-%% would make them wait, or make the operation's younger transaction restart
-%% behind theirs, chunk after chunk. The one lock taken is a read lock on
-%% each item a writer touched, while the round that copies it reads it
-%% (see copy_items/3). Each phase ends with a sync of what it wrote on
-%% every node holding it (`fraghash_durable').
+%% Every copy and every delete returns once every replica applied it and
+%% makes no writer wait: no writer writes a hidden copy (its key routes to
+%% its source) nor, after the switch, a moved record in its source (it
+%% routes to the copy). The bulk copy into an add's new fragment, which no
+%% writer reaches, is a `sync_transaction' per chunk under a table lock on
+%% it; every other copy and delete is a `sync_dirty' activity and takes no
+%% lock. A lock on a fragment that writers write (a donor, a del's or a
+%% rehash's destination) would make them wait, or make the operation's
+%% younger transaction restart behind theirs, chunk after chunk. The one
+%% other lock taken is a read lock on each item a writer touched, while the
+%% round that copies it reads it (see copy_items/3). Each phase ends with a
+%% sync of what it wrote on every node holding it (`fraghash_durable').
 -module(fraghash_grow_copy).
 
--export([copy_all/3, last_copy/2, clean/2, remove_hidden/1]).
+-export([copy_all/3, last_copy/2, clean/2, clean/3, remove_hidden/1]).
 
 -export_type([where/0, route/0]).
 
 -import(fraghash_tab, [chunks/1]).
 
 -type route() :: #{pos := pos_integer(), to := fun((term()) -> atom()),
-                   from := fun((term()) -> atom()), dests := [atom()], by_key := boolean()}.
+                   from := fun((term()) -> atom()), dests := [atom()], by_key := boolean(),
+                   hidden := boolean()}.
 -type where() :: #{atom() => route()}.
 
 %% Copy rounds after the bulk copy, at most.
@@ -115,11 +119,24 @@ copy_chunk(Where, S, Route, Chunk) ->
         bag ->
             ok = copy_items(Where, lists:usort([{S, element(2, R)} || R <- Moving]), locked);
         _ ->
-            ok = dirty(fun() -> [ok = mnesia:write(place(Route, to, R), R, write)
-                                 || R <- Moving], ok
-                       end)
+            ok = fraghash_grow_moved:note([{S, element(2, R)} || R <- Moving]),
+            ok = into_dests(Route, fun() -> [ok = mnesia:write(place(Route, to, R), R, write)
+                                             || R <- Moving], ok
+                                   end)
     end,
     length(Moving).
+
+%% Runs `F', which writes into the destinations of `Route': in a
+%% `sync_transaction' under a write lock on each when they are hidden (an
+%% add's new fragment, which no writer reaches before the switch: the lock
+%% makes nobody wait, and one commit of a chunk costs about half as much
+%% as a dirty write per record on `disc_only_copies'), else in a dirty
+%% activity (a lock there would hold writers).
+into_dests(#{hidden := true, dests := Dests}, F) ->
+    mnesia:activity(sync_transaction,
+                    fun() -> [_ = mnesia:lock({table, D}, write) || D <- Dests], F() end);
+into_dests(_Route, F) ->
+    dirty(F).
 
 %% Copies each item afresh: its source's moving records (read now) replace
 %% its copies in every fragment where they go or may have gone, in
@@ -136,6 +153,7 @@ copy_chunk(Where, S, Route, Chunk) ->
 %% read lock would wait for them.
 copy_items(Where, Items, Reading) ->
     lists:foreach(fun(Batch) ->
+                          ok = fraghash_grow_moved:note(Batch),
                           Read = read_batch(Where, Batch, Reading),
                           ok = dirty(fun() -> put_batch(Read) end)
                   end,
@@ -207,9 +225,9 @@ touched(Where, Watcher) ->
 
 %% @doc Deletes from each source of `Where' the records the target state
 %% places elsewhere (their copies are where they are read now), reading
-%% the source in chunks and deleting each chunk's in one transaction, which
-%% holds the source's lock for that batch only. Idempotent: recovery runs
-%% it again after a kill. `Progress(Read, Deleted)' is told of each chunk.
+%% the source in chunks and deleting each chunk's in one dirty activity.
+%% Idempotent: recovery runs it again after a kill. `Progress(Read,
+%% Deleted)' is told of each chunk.
 -spec clean(where(), fun((non_neg_integer(), non_neg_integer()) -> ok)) -> ok.
 clean(Where, Progress) ->
     maps:foreach(
@@ -224,6 +242,45 @@ clean(Where, Progress) ->
               ok = fraghash_tab:fold(S, placing_spec(Route), Leave,
                                      fun({Read, Deleted}, ok) -> Progress(Read, Deleted) end, ok)
       end, Where).
+
+%% @doc As {@link clean/2}, reading the items the copy moved from list
+%% `Moved' (`fraghash_grow_moved') instead of the sources; the sources
+%% when there is no list or it cannot be read to its end. Each chunk's
+%% deletes run on a node holding the source.
+-spec clean(where(), fun((non_neg_integer(), non_neg_integer()) -> ok),
+            fraghash_grow_moved:moved() | none) -> ok.
+clean(Where, Progress, none) ->
+    clean(Where, Progress);
+clean(Where, Progress, Moved) ->
+    Leave = fun(Items) ->
+                    BySource = maps:groups_from_list(fun({S, _}) -> S end,
+                                                     fun({_, K}) -> K end, Items),
+                    maps:foreach(fun(S, Keys) ->
+                                         leave_listed(S, maps:get(S, Where), Keys, Progress)
+                                 end, BySource)
+            end,
+    case fraghash_grow_moved:fold(Moved, Leave) of
+        ok ->
+            ok;
+        {error, Why} ->
+            logger:warning("fraghash: the list of moved records could not be read to its end "
+                           "(~0tP): cleaning reads the sources instead", [Why, 20]),
+            clean(Where, Progress)
+    end.
+
+%% The listed keys of source `S' that the target state places elsewhere
+%% (a key placed by itself is checked again; a foreign-key table's records
+%% are, in leave_key/3) deleted there, next to the source.
+leave_listed(S, Route, Listed, Progress) ->
+    Keys = [K || K <- lists:usort(Listed),
+                 not maps:get(by_key, Route) orelse place_key(Route, K) =/= S],
+    Leave = fun() -> leave_source(S, Route, Keys) end,
+    ok = case mnesia:table_info(S, where_to_read) of
+             Node when Node =:= node() -> Leave();
+             nowhere -> error({fraghash, no_active_replica, S});
+             Node -> erpc:call(Node, Leave)
+         end,
+    Progress(length(Listed), length(Keys)).
 
 %% Deletes the moved records of `Keys' from source `S' in one dirty
 %% activity: a table placed by its key moves a key's records together, so
