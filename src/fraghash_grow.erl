@@ -50,6 +50,8 @@
 
 %% The journal entries this version writes and recovers.
 -define(VERSION, 2).
+%% How often the cleaning makes its deletes durable.
+-define(SYNC_MS, 1000).
 
 %%% Starting
 
@@ -250,7 +252,7 @@ phase(switching, Tab, #{op := Op, parts := Parts} = Entry, _Run) ->
 phase(cleaning, Tab, #{op := Op, parts := Parts} = Entry, _Run) ->
     step(Tab, grow_clean),
     Moved = fraghash_grow_moved:take(),
-    try fraghash_grow_copy:clean(where(Op, Parts), progress(Tab), Moved)
+    try fraghash_grow_copy:clean(where(Op, Parts), syncing(Tab, frags(Parts, sources)), Moved)
     after fraghash_grow_moved:close(Moved)
     end,
     ok = durable(Entry, hidden_count(Entry)),
@@ -268,6 +270,24 @@ phase(dropping, Tab, #{parts := Parts} = Entry, _Run) ->
 %% What the copy and cleaning tell of each chunk.
 progress(Tab) ->
     fun(Read, Written) -> fraghash_grow_progress:chunk(Tab, Read, Written) end.
+
+%% The cleaning's progress, which also makes the deletes so far durable
+%% on the sources every second (?SYNC_MS): the sync that ends the phase then writes
+%% out the last second's deletes, not all of them (dets writes a file's
+%% changes out at a sync, and its writers wait meanwhile: 0.76 s at the end
+%% of cleaning 243,136 records of 1 KB from a 936 MB file, measured).
+syncing(Tab, Sources) ->
+    Progress = progress(Tab),
+    Last = atomics:new(1, [{signed, true}]),
+    ok = atomics:put(Last, 1, erlang:monotonic_time(millisecond)),
+    fun(Read, Deleted) ->
+            Now = erlang:monotonic_time(millisecond),
+            case Now - atomics:get(Last, 1) >= ?SYNC_MS of
+                true -> ok = fraghash_durable:tables(Sources), ok = atomics:put(Last, 1, Now);
+                false -> ok
+            end,
+            Progress(Read, Deleted)
+    end.
 
 %% The step names of a del are its own; a rehash's are an add's.
 op_step(del, _Add, Del) -> Del;

@@ -497,7 +497,7 @@ stop_load(Load) ->
 %% (µs, `erlang:monotonic_time'): `writes' completed during it,
 %% `write_rate_vs_before' (their rate ÷ that of the 3 s before),
 %% `longest_write_ms' and `p99_write_ms' among the writes that overlapped
-%% it, the reader's `reads' and `misses' begun during it, and `failures'
+%% it, `longest_write_at_s' (when the longest began, s from `T0'), the reader's `reads' and `misses' begun during it, and `failures'
 %% (reads that raised, writes that aborted).
 -spec figures([{integer(), integer(), ok | failed}], [{integer(), atom()}], integer(),
               integer()) -> map().
@@ -505,7 +505,8 @@ figures(Writes, Reads, T0, T1) ->
     Before = [W || {S, _, ok} = W <- Writes, S < T0, S >= T0 - ?BEFORE_MS * 1000],
     %% Writes that overlapped the operation: begun before its end, ended
     %% after its start.
-    During = lists:sort([E - S || {S, E, _} <- Writes, S < T1, E > T0]),
+    Overlapping = lists:sort([{E - S, S} || {S, E, _} <- Writes, S < T1, E > T0]),
+    During = [D || {D, _} <- Overlapping],
     Completed = length([E || {_, E, ok} <- Writes, E > T0, E =< T1]),
     WriteFailures = length([E || {S, E, failed} <- Writes, S < T1, E > T0]),
     RateBefore = length(Before) / (?BEFORE_MS / 1000),
@@ -514,6 +515,10 @@ figures(Writes, Reads, T0, T1) ->
     #{writes => Completed,
       write_rate_vs_before => RateDuring / max(RateBefore, 1.0e-6),
       longest_write_ms => case During of [] -> 0; _ -> lists:last(During) / 1000 end,
+      longest_write_at_s => case Overlapping of
+                                [] -> 0.0;
+                                _ -> (element(2, lists:last(Overlapping)) - T0) / 1.0e6
+                            end,
       p99_write_ms => case During of
                           [] -> 0;
                           _ -> lists:nth(max(1, ceil(0.99 * length(During))), During) / 1000
@@ -536,7 +541,8 @@ print(Format, R) ->
                thousands(maps:get(misses, R)), thousands(maps:get(failures, R))]),
     case Format of
         json -> io:format("~s~n", [json(R#{storage => storage_name(Storage)})]);
-        table -> ok
+        table -> io:format("<!-- ~s: the longest write began ~.1f s after its start -->~n",
+                           [Op, maps:get(longest_write_at_s, R)])
     end.
 
 storage_name(?REDB) -> "redb_copies";
