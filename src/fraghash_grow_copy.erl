@@ -257,7 +257,7 @@ clean(Where, Progress, Moved) ->
                                                      fun({_, K}) -> K end, Items),
                     maps:foreach(fun(S, Keys) ->
                                          leave_listed(S, maps:get(S, Where), Keys, Progress)
-                                 end, BySource)
+                                 end, maps:with(maps:keys(Where), BySource))
             end,
     case fraghash_grow_moved:fold(Moved, Leave) of
         ok ->

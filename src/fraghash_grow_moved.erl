@@ -41,7 +41,11 @@
 open(Tab) ->
     File = file(Tab),
     _ = file:delete(File),
-    case disk_log:open([{name, {?KEY, Tab}}, {file, File}, {type, halt}, {format, internal},
+    %% A name of its own: the log of a run killed a moment ago in this VM
+    %% may still be open (on the file deleted above) until its owner's
+    %% exit reaches it, and opening that name again would join it.
+    case disk_log:open([{name, {?KEY, Tab, make_ref()}}, {file, File}, {type, halt},
+                        {format, internal},
                         {repair, truncate}, {mode, read_write}, {quiet, true}]) of
         {ok, Log} ->
             put(?KEY, #{log => Log, file => File, count => 0}),

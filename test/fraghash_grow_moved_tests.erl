@@ -71,7 +71,8 @@ add_with(Dir, How) ->
     end,
     Damage = fun(T, grow_switched) when T =:= Tab ->
                      %% What the log still caches goes to the file first.
-                     ok = disk_log:sync({fraghash_grow_moved, Tab}),
+                     [Log] = [L || {fraghash_grow_moved, T1, _} = L <- disk_log:all(), T1 =:= Tab],
+                     ok = disk_log:sync(Log),
                      {ok, Size} = file_size(File),
                      ?assert(Size > 1000),
                      {ok, F} = file:open(File, [read, write, raw, binary]),
