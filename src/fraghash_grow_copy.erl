@@ -34,7 +34,7 @@
 %% sync of what it wrote on every node holding it (`fraghash_durable').
 -module(fraghash_grow_copy).
 
--export([copy_all/3, last_copy/2, clean/2, clean/3, remove_hidden/1]).
+-export([copy_all/3, last_copy/2, clean/3, remove_hidden/1]).
 
 -export_type([where/0, route/0]).
 
@@ -223,7 +223,7 @@ touched(Where, Watcher) ->
 
 %%% After the switch
 
-%% @doc Deletes from each source of `Where' the records the target state
+%% Deletes from each source of `Where' the records the target state
 %% places elsewhere (their copies are where they are read now), reading
 %% the source in chunks and deleting each chunk's in one dirty activity.
 %% Idempotent: recovery runs it again after a kill. `Progress(Read,
@@ -243,10 +243,12 @@ clean(Where, Progress) ->
                                      fun({Read, Deleted}, ok) -> Progress(Read, Deleted) end, ok)
       end, Where).
 
-%% @doc As {@link clean/2}, reading the items the copy moved from list
-%% `Moved' (`fraghash_grow_moved') instead of the sources; the sources
-%% when there is no list or it cannot be read to its end. Each chunk's
-%% deletes run on a node holding the source.
+%% @doc Deletes from each source of `Where' the records the target state
+%% places elsewhere, found by the items the copy moved, read from list
+%% `Moved' (`fraghash_grow_moved'); without a list, or one that cannot be
+%% read to its end, by reading the sources (clean/2). Each chunk's deletes
+%% run on a node holding the source. Idempotent: recovery runs it again
+%% after a kill. `Progress(Read, Deleted)' is told of each chunk.
 -spec clean(where(), fun((non_neg_integer(), non_neg_integer()) -> ok),
             fraghash_grow_moved:moved() | none) -> ok.
 clean(Where, Progress, none) ->
@@ -275,9 +277,8 @@ leave_listed(S, Route, Listed, Progress) ->
     Keys = [K || K <- lists:usort(Listed),
                  not maps:get(by_key, Route) orelse place_key(Route, K) =/= S],
     Leave = fun() -> leave_source(S, Route, Keys) end,
-    ok = case mnesia:table_info(S, where_to_read) of
+    ok = case fraghash_tab:reader_node(S) of
              Node when Node =:= node() -> Leave();
-             nowhere -> error({fraghash, no_active_replica, S});
              Node -> erpc:call(Node, Leave)
          end,
     Progress(length(Listed), length(Keys)).

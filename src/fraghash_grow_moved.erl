@@ -10,7 +10,7 @@
 %% about 30 bytes per item, deleted when the run ends, however it ends.
 %%
 %% The list is a shortcut, never the only way: the cleaning reads the
-%% sources instead (`fraghash_grow_copy:clean/2') whenever the list may be
+%% sources instead (`fraghash_grow_copy:clean/3') whenever the list may be
 %% incomplete. That is when a write to it failed (the disc full), when it
 %% cannot be read back, and in every run that recovery starts after a kill:
 %% the list belongs to the run that copied, kept in its process dictionary,
@@ -27,7 +27,7 @@
 
 -export_type([moved/0]).
 
--opaque moved() :: #{log := term(), file := file:filename(), count := non_neg_integer()}.
+-opaque moved() :: #{log := term(), file := file:filename()}.
 
 -define(KEY, fraghash_grow_moved).
 -define(PREFIX, "fraghash.moved.").
@@ -48,7 +48,7 @@ open(Tab) ->
                         {format, internal},
                         {repair, truncate}, {mode, read_write}, {quiet, true}]) of
         {ok, Log} ->
-            put(?KEY, #{log => Log, file => File, count => 0}),
+            put(?KEY, #{log => Log, file => File}),
             ok;
         _ ->
             _ = file:delete(File),
@@ -64,9 +64,9 @@ note(Items) ->
     case get(?KEY) of
         undefined ->
             ok;
-        #{log := Log, count := Count} = Moved ->
+        #{log := Log} ->
             case disk_log:log_terms(Log, Items) of
-                ok -> put(?KEY, Moved#{count => Count + length(Items)}), ok;
+                ok -> ok;
                 _ -> close(erase(?KEY))
             end
     end.
@@ -76,7 +76,7 @@ note(Items) ->
 count() ->
     case get(?KEY) of
         undefined -> 0;
-        #{count := Count} -> Count
+        #{log := Log} -> proplists:get_value(no_written_items, disk_log:info(Log), 0)
     end.
 
 %% @doc Takes the list from this process, `none' when there is none.

@@ -10,7 +10,7 @@
 -export([hash/1, inspect_hash/1, frag_name/2, fragments/1, orphans/0, foreign_key/1,
          batches/3, by_layout/2, fold_layouts/3, chunks/1, chunks/2, durable/2, dump_log/0,
          transactions/1,
-         select/3, fold/4, fold/5, misplaced/1, misplaced/2, move_misplaced/1,
+         select/3, fold/4, fold/5, reader_node/1, misplaced/1, misplaced/2, move_misplaced/1,
          step/2, set_step_hook/1, records/1, records_on/3]).
 
 -define(BATCH, 500).
@@ -297,13 +297,20 @@ fold(Frag, Spec, Fun, Acc0) ->
 %% the data. Raises `{fraghash, select_failed, Why}' when `AtReader' fails.
 -spec fold(atom(), ets:match_spec(), fun(([term()]) -> R), fun((R, A) -> A), A) -> A.
 fold(Frag, Spec, AtReader, Fun, Acc0) ->
-    Node = case mnesia:table_info(Frag, where_to_read) of
-               nowhere -> error({fraghash, no_active_replica, Frag});
-               N -> N
-           end,
+    Node = reader_node(Frag),
     Owner = self(),
     {Pid, Ref} = spawn_monitor(Node, fun() -> read_chunks(Owner, Frag, Spec, AtReader) end),
     fold_chunks(Pid, Ref, Fun, Acc0).
+
+%% @doc The node reads of fragment `Frag' go to (this one when it holds an
+%% active replica); raises `{fraghash, no_active_replica, Frag}' when none
+%% is active.
+-spec reader_node(atom()) -> node().
+reader_node(Frag) ->
+    case mnesia:table_info(Frag, where_to_read) of
+        nowhere -> error({fraghash, no_active_replica, Frag});
+        Node -> Node
+    end.
 
 fold_chunks(Pid, Ref, Fun, Acc) ->
     receive
