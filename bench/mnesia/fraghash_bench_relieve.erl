@@ -134,7 +134,7 @@ create_and_load(Kind, Storage, ValueBytes, MB) ->
                       rehash -> {lists:seq(1, HotCount), lists:seq(1, HotCount)}
                   end,
     T0 = erlang:monotonic_time(millisecond),
-    ok = load(M, S, lists:usort(Hot ++ Cold), Value),
+    ok = load(Storage, M, S, lists:usort(Hot ++ Cold), Value),
     io:format(standard_error, "loaded ~b records (~b in fragment 1) in ~.1f s~n",
               [length(lists:usort(Hot ++ Cold)), mnesia:table_info(?TAB, size),
                (erlang:monotonic_time(millisecond) - T0) / 1000]),
@@ -160,18 +160,27 @@ keys(M, S, K, HotLeft, ColdLeft, Hot, Cold) ->
         _ -> keys(M, S, K + 1, HotLeft, ColdLeft, Hot, Cold)
     end.
 
-%% Dirty writes straight into each key's fragment, 2,000 a batch.
-load(M, S, Keys, Value) ->
+%% Fills each key's fragment, 2,000 keys a batch. On redb_copies, dirty
+%% writes through Mnesia. On disc_only_copies, straight into the
+%% fragments' dets files (Mnesia names each after its table), a batch a
+%% call: through Mnesia, one dets insert per record took 140 us a record
+%% at 1 million records and about an hour for the 2 GB case; the table
+%% is local and has no index, so Mnesia has nothing else to keep.
+load(Storage, M, S, Keys, Value) ->
+    Frag = fun(K) -> fraghash_frag:frag_name(?TAB, M:key_to_frag_number(S, K)) end,
     lists:foreach(
-      fun(Batch) ->
+      fun(Batch) when Storage =:= disc_only_copies ->
+              ByFrag = maps:groups_from_list(Frag, fun(K) -> {?TAB, K, Value} end, Batch),
+              maps:foreach(fun(F, Records) -> ok = dets:insert(F, Records) end, ByFrag);
+         (Batch) ->
               mnesia:activity(async_dirty,
                               fun() ->
-                                      [mnesia:write(fraghash_frag:frag_name(
-                                                      ?TAB, M:key_to_frag_number(S, K)),
-                                                    {?TAB, K, Value}, write) || K <- Batch],
+                                      [mnesia:write(Frag(K), {?TAB, K, Value}, write)
+                                       || K <- Batch],
                                       ok
                               end)
       end, fraghash_tab:chunks(Keys, 2000)),
+    [ok = dets:sync(F) || Storage =:= disc_only_copies, F <- frags(?FRAGS)],
     ok = mnesia:sync_log(),
     dumped = mnesia:dump_log(),
     ok.
@@ -222,8 +231,11 @@ listing(Value) ->
               true ->
                   {Us, Listed} = timer:tc(fraghash_tab, select,
                                           [?TAB, Spec, fun(_) -> true end]),
-                  true = length(Listed) =:= length(Keys),
-                  io_lib:format("~.2f s", [Us / 1.0e6]);
+                  %% dets slot by slot may meet a record that its linear
+                  %% hashing moves up meanwhile twice (fraghash_tab:fold/4).
+                  Unique = length(lists:usort(Listed)),
+                  {Unique, Unique} = {Unique, length(Keys)},
+                  io_lib:format("~.2f s (~b met twice)", [Us / 1.0e6, length(Listed) - Unique]);
               false ->
                   "none in this code"
           end,
