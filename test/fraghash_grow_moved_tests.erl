@@ -23,7 +23,9 @@ moved_test_() ->
                {timeout, ?T, {"a list damaged before the cleaning: the donors are read",
                               fun() -> add_with(Dir, damaged) end}},
                {timeout, ?T, {"recover/0 deletes lists no running operation owns",
-                              fun() -> sweep(Dir) end}}]}
+                              fun() -> sweep(Dir) end}},
+               {timeout, ?T, {"the cleaning's write-back runs while the dets server is held",
+                              fun write_back/0}}]}
      end}.
 
 list_roundtrip(Dir) ->
@@ -129,6 +131,34 @@ sweep(Dir) ->
     ?assertEqual([list_file(left_by_a_kill)], lists_in(Dir)),
     ?assertEqual(ok, fraghash_frag:recover()),
     ?assertEqual([], lists_in(Dir)).
+
+%% fraghash_durable:write_back/1, which the cleaning calls each second,
+%% flushes a disc_only_copies file without asking its dets server (which
+%% would make every writer of the table wait behind it): held, the server
+%% does not hold the write-back up.
+write_back() ->
+    {atomic, ok} = mnesia:create_table(written_back, [{disc_only_copies, [node()]}]),
+    ok = mnesia:activity(sync_dirty, fun() ->
+                                             [mnesia:write({written_back, K, K})
+                                              || K <- lists:seq(1, 500)],
+                                             ok
+                                     end),
+    Server = dets:info(written_back, pid),
+    ok = sys:suspend(Server),
+    try
+        {Pid, Ref} = spawn_monitor(fun() -> exit(fraghash_durable:write_back_here([written_back])) end),
+        ?assertEqual(ok, receive {'DOWN', Ref, process, Pid, R} -> R after 10000 -> held end),
+        {Pid2, Ref2} = spawn_monitor(fun() -> exit(fraghash_durable:write_back([written_back])) end),
+        {Pid2, WriteBack} = receive {'DOWN', Ref2, process, Pid2, P} -> {Pid2, P} end,
+        Ref3 = monitor(process, WriteBack),
+        %% (noproc: it ended before it was watched.)
+        ?assert(lists:member(receive {'DOWN', Ref3, process, WriteBack, R3} -> R3
+                             after 10000 -> held
+                             end, [normal, noproc]))
+    after
+        ok = sys:resume(Server)
+    end,
+    ?assertEqual(500, mnesia:table_info(written_back, size)).
 
 list_file(Tab) ->
     "fraghash.moved." ++ atom_to_list(Tab).
