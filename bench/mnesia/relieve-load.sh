@@ -25,7 +25,9 @@
 #   --mb MB   any size
 # Environment: scripts/build-nif.sh's variables; FRAGHASH_BENCH_LIB, a copy
 # of _build/bench/lib/fraghash (ebin, bench/mnesia, priv) to run instead of
-# compiling this tree (to measure one commit while the tree changes).
+# compiling this tree (to measure one commit while the tree changes);
+# FRAGHASH_BENCH_NO_LISTING=1 skips timing the listing of fragment 1's keys
+# (two full reads of it, minutes at 2 GB).
 # The 50-fragment growth benchmark stays beside it: disc-measure.sh growth.
 #
 # --rehash measures a change of hash module instead: 8 fragments on
