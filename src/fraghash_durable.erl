@@ -95,9 +95,9 @@ tables(Tables) ->
 %% Why: `dets:sync/1' writes the file's free lists (as large as the space
 %% freed since the file was opened, after a delete-heavy phase several
 %% megabytes) and then flushes the file, all inside the dets server, so
-%% every reader and writer of the table waits for it (130 to 140 ms
-%% measured, 500,000 deletes into a 166 MB file; 336 ms at 1 GB). A flush
-%% from another process holds nobody.
+%% every reader and writer of the table waits for it (130 to 140 ms a
+%% sync measured, 500,000 deletes into a 166 MB file). A flush from
+%% another process holds nobody.
 -spec write_back([atom()]) -> pid().
 write_back(Tables) ->
     Nodes = lists:usort([N || T <- Tables, N <- mnesia:table_info(T, disc_only_copies)]),

@@ -279,7 +279,7 @@ progress(Tab) ->
 %% its writers wait meanwhile: 0.76 s at the end of cleaning 243,136
 %% records of 1 KB from a 936 MB file, measured). Not `dets:sync/1' each
 %% second: each writes the file's free lists, which grow with every
-%% delete, its writers waiting (336 ms at 1.95 million deletes).
+%% delete, while its writers wait.
 syncing(Tab, Sources) ->
     Progress = progress(Tab),
     Last = atomics:new(1, [{signed, true}]),
