@@ -85,8 +85,15 @@ rejoin(Node, Peer, {Name, Dir}, Args, Start) ->
     {atomic, ok} = rpc:call(Node, fraghash_redb_copies, register, []),
     {ok, [Peer]} = rpc:call(Node, mnesia, change_config, [extra_db_nodes, [Peer]]),
     {atomic, ok} = rpc:call(Peer, mnesia, change_table_copy_type, [schema, Node, disc_copies]),
-    [{atomic, ok} = rpc:call(Peer, mnesia, add_table_copy, [T, Node, Type], 300000)
+    [ok = done(T, rpc:call(Peer, mnesia, add_table_copy, [T, Node, Type], 300000))
      || {T, Type} <- Held],
-    [{atomic, ok} = rpc:call(Peer, mnesia, change_table_frag, [T, {add_node, Node}])
+    [ok = done(T, rpc:call(Peer, mnesia, change_table_frag, [T, {add_node, Node}]))
      || T <- Pools],
     New.
+
+%% A table listed above may have been deleted since by a recovery running
+%% on another node (an interrupted add's hidden fragment, dropped when
+%% the add is undone): nothing to put back there.
+done(_T, {atomic, ok}) -> ok;
+done(T, {aborted, {no_exists, T}}) -> ok;
+done(T, Other) -> {T, Other}.
