@@ -60,7 +60,18 @@ report(Kills, Checks, Secs, Excluded) ->
                          fmt_counts(InTab)]),
               [io:format(user, "  run ~b: ours ~0p, control ~0p; faults ~0p~n",
                          [R, OK, CK, maps:get(faults, C, [])])
-               || #{run := R, ours_keys := OK, control_keys := CK} = C <- Cs, OK ++ CK =/= []]
+               || #{run := R, ours_keys := OK, control_keys := CK} = C <- Cs, OK ++ CK =/= []],
+              %% The first check whose structure failed, with what each
+              %% node saw of the copies.
+              case [C || #{structure := [_ | _]} = C <- Cs] of
+                  [] ->
+                      ok;
+                  [#{run := R, structure := S, nodes := Ns} = C | _] ->
+                      io:format(user, "  first structure failure, run ~b: ~0p; copies_bad ~0p; "
+                                "faults ~0p~n",
+                                [R, S, [{N, maps:get(copies_bad, NC, [])} || {N, NC} <- Ns],
+                                 maps:get(faults, C, [])])
+              end
       end, ?NODE:tables()).
 
 fmt_counts(M) ->
