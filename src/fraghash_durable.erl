@@ -115,7 +115,8 @@ write_back_here(Tables) ->
     Dir = mnesia:system_info(directory),
     lists:foreach(
       fun(T) ->
-              case file:open(filename:join(Dir, atom_to_list(T) ++ ".DAT"), [read, raw, binary]) of
+              File = filename:join(Dir, atom_to_list(T) ++ ".DAT"),
+              case file:open(File, [read, raw, binary]) of
                   {ok, Fd} -> _ = file:datasync(Fd), ok = file:close(Fd);
                   {error, _} -> ok
               end

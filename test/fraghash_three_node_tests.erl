@@ -206,13 +206,13 @@ heal() ->
 %% a cut of C from A disconnects every node from every other, and each
 %% Mnesia goes on alone. (Under a heavy load, global was seen to leave A
 %% and B together for over 20 s: the test cuts A from B and B from C too,
-%% so that it always reaches three nodes alone.) The peers are driven over
-%% their standard I/O, not
-%% the distribution this rule cuts. Kept: A; B, then C, restarted one at a
-%% time, each with the nodes running with A as master nodes (so that C
-%% takes a fragment held on B and C alone from B, which now runs with A);
-%% then recover/0 on every node says ok, every copy agrees, A's writes
-%% are there and C's nowhere, and the table grows again.
+%% so that it always reaches three nodes alone.) The peers are driven
+%% over their standard I/O, not the distribution this rule cuts. Kept: A;
+%% B, then C, restarted one at a time, each with the nodes running with A
+%% as master nodes (so that C takes a fragment held on B and C alone from
+%% B, which now runs with A); then recover/0 on every node says ok, every
+%% copy agrees, A's writes are there and C's nowhere, and the table grows
+%% again.
 heal_all_split() ->
     Id = "split_" ++ os:getpid(),
     Dir = filename:join(scratch(), "three_" ++ Id),
