@@ -202,10 +202,13 @@ measure(Case, Op, Value, Dir) ->
     Log = start_log_watch(Dir),
     RssBefore = status_kb("VmRSS"),
     ok = file:write_file("/proc/self/clear_refs", "5"),
+    {_, Writers, _} = Load,
+    Stalls = fraghash_bench_stalls:start(Writers),
     T0 = now_us(),
     {Moved, HookUs, Journal} = run_op(Op),
     T1 = now_us(),
     Peak = status_kb("VmHWM"),
+    ok = fraghash_bench_stalls:stop(Stalls, T0),
     LogMax = stop_log_watch(Log),
     {Writes, Reads} = stop_load(Load),
     Wall = (T1 - T0 - HookUs) / 1.0e6,
@@ -465,6 +468,7 @@ writer(Parent, Tab, KeyFun, Value, Stop, Period, Next, Acc) ->
         0 ->
             K = KeyFun(),
             T0 = now_us(),
+            ok = fraghash_bench_stalls:began(T0),
             Outcome = try mnesia:activity(transaction, fun() -> mnesia:write({Tab, K, Value}) end,
                                           [], mnesia_frag) of
                           ok -> ok
@@ -472,6 +476,7 @@ writer(Parent, Tab, KeyFun, Value, Stop, Period, Next, Acc) ->
                           _:_ -> failed
                       end,
             T1 = now_us(),
+            ok = fraghash_bench_stalls:ended(),
             writer(Parent, Tab, KeyFun, Value, Stop, Period, pace(Next, Period, T1),
                    [{T0, T1, Outcome} | Acc])
     end.

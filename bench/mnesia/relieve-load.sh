@@ -27,7 +27,9 @@
 # of _build/bench/lib/fraghash (ebin, bench/mnesia, priv) to run instead of
 # compiling this tree (to measure one commit while the tree changes);
 # FRAGHASH_BENCH_NO_LISTING=1 skips timing the listing of fragment 1's keys
-# (two full reads of it, minutes at 2 GB).
+# (two full reads of it, minutes at 2 GB); FRAGHASH_BENCH_STALLS=MS prints,
+# for each write of MS ms or more during an operation, where the writer
+# waited and which processes were busy meanwhile (fraghash_bench_stalls).
 # The 50-fragment growth benchmark stays beside it: disc-measure.sh growth.
 #
 # --rehash measures a change of hash module instead: 8 fragments on
