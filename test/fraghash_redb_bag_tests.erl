@@ -519,12 +519,19 @@ kill9() ->
                                                            {attributes, [k, v, w]},
                                                            {index, [v]}]]),
     Self = self(),
-    _ = [spawn(A, ?MODULE, acked_bag_writer, [Self, W, 1]) || W <- lists:seq(1, ?WRITERS)],
-    Acks = bag_acks(#{}, 300 + rand:uniform(300)),
+    %% Confirming while the kill lands: writers die writing, not waiting.
+    Collector = spawn_link(fun() -> bag_collect(#{}, 300 + rand:uniform(300), Self) end),
+    _ = [spawn(A, ?MODULE, acked_bag_writer, [Collector, W, 1]) || W <- lists:seq(1, ?WRITERS)],
+    receive
+        {reached, Collector} -> ok
+    after 60000 ->
+            error(no_acknowledgements_for_a_minute)
+    end,
     _ = os:cmd("kill -9 " ++ rpc:call(A, os, getpid, [])),
     wait_down(A),
     timer:sleep(200),
-    Final = flush_bag_acks(Acks),
+    Collector ! {stop, Self},
+    Final = receive {acked_map, Collector, Map} -> Map end,
     {_, A} = start_peer(NameA, DirA),
     ok = rpc:call(A, mnesia, start, []),
     ok = rpc:call(A, mnesia, wait_for_tables, [[kb], 60000]),
@@ -567,34 +574,35 @@ kill9() ->
 %% (five keys per writer, so keys gather records), each acknowledged to
 %% `To' once it returned; every third, a delete_object of an earlier
 %% record, announced before and acknowledged after. Runs until the node
-%% dies.
+%% dies. Each message waits for `To''s confirmation: one merely sent could
+%% die in the killed node's buffer after the delete it announced committed.
 acked_bag_writer(To, W, I) ->
     Recs = [{kb, {W, I rem 5}, {I, J}, J} || J <- [1, 2]],
     {atomic, ok} = mnesia:transaction(fun() -> [mnesia:write(R) || R <- Recs], ok end),
-    To ! {bag_ack, [{R, written} || R <- Recs]},
+    bag_confirmed(To, [{R, written} || R <- Recs]),
     case I rem 3 =:= 0 of
         true ->
             Old = {kb, {W, (I - 2) rem 5}, {I - 2, 1}, 1},
-            To ! {bag_ack, [{Old, maybe_deleted}]},
+            bag_confirmed(To, [{Old, maybe_deleted}]),
             {atomic, ok} = mnesia:transaction(fun() -> mnesia:delete_object(Old) end),
-            To ! {bag_ack, [{Old, deleted}]};
+            bag_confirmed(To, [{Old, deleted}]);
         false ->
             ok
     end,
     acked_bag_writer(To, W, I + 1).
 
-bag_acks(Acks, 0) ->
-    Acks;
-bag_acks(Acks, N) ->
-    receive
-        {bag_ack, List} -> bag_acks(maps:merge(Acks, maps:from_list(List)), N - 1)
-    after 60000 ->
-            error({no_acknowledgement_for_a_minute, maps:size(Acks)})
-    end.
+bag_confirmed(To, List) ->
+    Ref = make_ref(),
+    To ! {bag_ack, List, {self(), Ref}},
+    receive Ref -> ok end.
 
-flush_bag_acks(Acks) ->
+%% Confirms and records acknowledgements; tells `Parent' once `N' came.
+bag_collect(Acks, N, Parent) ->
     receive
-        {bag_ack, List} -> flush_bag_acks(maps:merge(Acks, maps:from_list(List)))
-    after 0 ->
-            Acks
+        {bag_ack, List, {Writer, Ref}} ->
+            N =:= 1 andalso (Parent ! {reached, self()}),
+            Writer ! Ref,
+            bag_collect(maps:merge(Acks, maps:from_list(List)), N - 1, Parent);
+        {stop, Parent} ->
+            Parent ! {acked_map, self(), Acks}
     end.
