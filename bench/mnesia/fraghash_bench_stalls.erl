@@ -33,7 +33,7 @@ start(Writers) ->
                                 _ = erlang:system_monitor(self(), [{long_gc, 20},
                                                                    {long_schedule, 20}]),
                                 Parent ! {stalls_started, self()},
-                                sample(Writers, MinUs, names(), #{}, [], [])
+                                sample(Writers, MinUs, #{}, [], [])
                         end),
             receive {stalls_started, Pid} -> Pid end
     end.
@@ -70,11 +70,11 @@ ended() ->
 
 %% `Open': per writer, the long write it is in: `{BeganUs, Samples,
 %% WriterFrames, Busy}' (counts). `Done': the long writes ended.
-sample(Writers, MinUs, Names, Open, Done, Monitor) ->
+sample(Writers, MinUs, Open, Done, Monitor) ->
     receive
         {monitor, Pid, What, Info} ->
-            sample(Writers, MinUs, Names, Open, Done,
-                   [{now_us(), What, name(Pid, Names, "", 0), brief(Info)} | Monitor]);
+            sample(Writers, MinUs, Open, Done,
+                   [{now_us(), What, name(Pid, names(), "", 0), brief(Info)} | Monitor]);
         {stop, From} ->
             _ = erlang:system_monitor(undefined),
             From ! {stalls, self(), Done ++ [S || S <- maps:values(Open)], Monitor},
@@ -83,9 +83,11 @@ sample(Writers, MinUs, Names, Open, Done, Monitor) ->
             Now = now_us(),
             Long = [{W, B} || W <- Writers, B <- [began_at(W)], is_integer(B),
                               Now - B >= MinUs],
+            %% Named again at each busy sample: tables and logs opened
+            %% since (a new fragment, a scratch table) get their names.
             Busy = case Long of
                        [] -> [];
-                       _ -> busy(Names)
+                       _ -> busy(names())
                    end,
             Open2 = maps:from_list(
                       [{W, add(maps:get(W, Open, {W, B, 0, #{}, #{}}), B, frames(W), Busy)}
@@ -93,7 +95,7 @@ sample(Writers, MinUs, Names, Open, Done, Monitor) ->
             Ended = [S || {W, {_, B, _, _, _} = S} <- maps:to_list(Open),
                           not (maps:is_key(W, Open2)
                                andalso element(2, maps:get(W, Open2)) =:= B)],
-            sample(Writers, MinUs, Names, Open2, Ended ++ Done, Monitor)
+            sample(Writers, MinUs, Open2, Ended ++ Done, Monitor)
     end.
 
 %% A new sample of a long write; one that began later is a new write.
@@ -149,10 +151,13 @@ name(P, Names, Status, Q) ->
     Queue = if Q >= 100 -> " q>=100"; Q > 0 -> " q"; true -> "" end,
     lists:flatten(io_lib:format("~s ~s~s", [Name, Status, Queue])).
 
-%% Names for the processes that serve dets tables and Mnesia's log.
+%% Names for the processes that serve dets tables and disk logs (Mnesia's
+%% own, the growth path's list of moved records). A dets server's pid is
+%% read from dets's registry, not asked of the server, which may be the
+%% one holding the writers.
 names() ->
     Dets = [{Pid, io_lib:format("dets ~s", [T])}
-            || T <- dets:all(), Pid <- [dets:info(T, pid)], is_pid(Pid)],
+            || T <- dets:all(), Pid <- [catch dets_server:get_pid(T)], is_pid(Pid)],
     Logs = try ets:tab2list(disk_log_names) of
                L -> [{Pid, io_lib:format("disk_log ~0tp", [N])} || {N, Pid} <- L, is_pid(Pid)]
            catch
