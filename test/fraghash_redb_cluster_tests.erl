@@ -65,7 +65,11 @@ replica(Way, Db) ->
     Holders = make_replica(Way, Tab, A, B),
     ?assertEqual({ext, redb_copies, fraghash_redb_copies},
                  rpc:call(hd(Holders), mnesia, table_info, [Tab, storage_type])),
-    W = fun(K) -> rpc:call(A, mnesia, transaction, [fun() -> mnesia:write({Tab, K, K * 2}) end]) end,
+    %% sync_transaction: `transaction' answers once the replicas voted, and
+    %% B may apply the last write just after the select below reads it.
+    W = fun(K) ->
+                rpc:call(A, mnesia, sync_transaction, [fun() -> mnesia:write({Tab, K, K * 2}) end])
+        end,
     ?assertEqual(lists:duplicate(?AFTER, {atomic, ok}),
                  [W(K) || K <- lists:seq(?BEFORE + 1, ?BEFORE + ?AFTER)]),
     Want = [{Tab, K, K * 2} || K <- lists:seq(1, ?BEFORE + ?AFTER)],
