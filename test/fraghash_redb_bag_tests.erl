@@ -518,20 +518,14 @@ kill9() ->
     {atomic, ok} = rpc:call(A, mnesia, create_table, [kb, [{redb_copies, [A]}, {type, bag},
                                                            {attributes, [k, v, w]},
                                                            {index, [v]}]]),
-    Self = self(),
-    %% Confirming while the kill lands: writers die writing, not waiting.
-    Collector = spawn_link(fun() -> bag_collect(#{}, 300 + rand:uniform(300), Self) end),
+    Merge = fun(List, Acks) -> maps:merge(Acks, maps:from_list(List)) end,
+    Collector = fraghash_test_acks:collector(#{}, 300 + rand:uniform(300), Merge),
     _ = [spawn(A, ?MODULE, acked_bag_writer, [Collector, W, 1]) || W <- lists:seq(1, ?WRITERS)],
-    receive
-        {reached, Collector} -> ok
-    after 60000 ->
-            error(no_acknowledgements_for_a_minute)
-    end,
+    ok = fraghash_test_acks:await(Collector),
     _ = os:cmd("kill -9 " ++ rpc:call(A, os, getpid, [])),
     wait_down(A),
     timer:sleep(200),
-    Collector ! {stop, Self},
-    Final = receive {acked_map, Collector, Map} -> Map end,
+    Final = fraghash_test_acks:recorded(Collector),
     {_, A} = start_peer(NameA, DirA),
     ok = rpc:call(A, mnesia, start, []),
     ok = rpc:call(A, mnesia, wait_for_tables, [[kb], 60000]),
@@ -574,35 +568,18 @@ kill9() ->
 %% (five keys per writer, so keys gather records), each acknowledged to
 %% `To' once it returned; every third, a delete_object of an earlier
 %% record, announced before and acknowledged after. Runs until the node
-%% dies. Each message waits for `To''s confirmation: one merely sent could
-%% die in the killed node's buffer after the delete it announced committed.
+%% dies. Each message waits for `To''s confirmation ({@link fraghash_test_acks}).
 acked_bag_writer(To, W, I) ->
     Recs = [{kb, {W, I rem 5}, {I, J}, J} || J <- [1, 2]],
     {atomic, ok} = mnesia:transaction(fun() -> [mnesia:write(R) || R <- Recs], ok end),
-    bag_confirmed(To, [{R, written} || R <- Recs]),
+    fraghash_test_acks:confirmed(To, [{R, written} || R <- Recs]),
     case I rem 3 =:= 0 of
         true ->
             Old = {kb, {W, (I - 2) rem 5}, {I - 2, 1}, 1},
-            bag_confirmed(To, [{Old, maybe_deleted}]),
+            fraghash_test_acks:confirmed(To, [{Old, maybe_deleted}]),
             {atomic, ok} = mnesia:transaction(fun() -> mnesia:delete_object(Old) end),
-            bag_confirmed(To, [{Old, deleted}]);
+            fraghash_test_acks:confirmed(To, [{Old, deleted}]);
         false ->
             ok
     end,
     acked_bag_writer(To, W, I + 1).
-
-bag_confirmed(To, List) ->
-    Ref = make_ref(),
-    To ! {bag_ack, List, {self(), Ref}},
-    receive Ref -> ok end.
-
-%% Confirms and records acknowledgements; tells `Parent' once `N' came.
-bag_collect(Acks, N, Parent) ->
-    receive
-        {bag_ack, List, {Writer, Ref}} ->
-            N =:= 1 andalso (Parent ! {reached, self()}),
-            Writer ! Ref,
-            bag_collect(maps:merge(Acks, maps:from_list(List)), N - 1, Parent);
-        {stop, Parent} ->
-            Parent ! {acked_map, self(), Acks}
-    end.

@@ -134,24 +134,16 @@ kill9(Rounds) ->
 %% key whose delete may have been under way, its value or nothing (see
 %% record/2).
 kill_round(NameA, DirA, A, Round, Acked0) ->
-    Self = self(),
     OsPid = rpc:call(A, os, getpid, []),
-    %% The collector confirms acknowledgements while the kill lands, so
-    %% that the writers are killed writing, not waiting.
-    Collector = spawn_link(fun() -> collect(Acked0, 200 + rand:uniform(600), Self) end),
+    Collector = fraghash_test_acks:collector(Acked0, 200 + rand:uniform(600), fun record/2),
     _ = [spawn(A, ?MODULE, acked_writer, [Collector, {Round, W}, 1])
          || W <- lists:seq(1, ?WRITERS)],
-    receive
-        {reached, Collector} -> ok
-    after 60000 ->
-            error(no_acknowledgements_for_a_minute)
-    end,
+    ok = fraghash_test_acks:await(Collector),
     _ = os:cmd("kill -9 " ++ OsPid),
     wait_down(A),
     %% Acknowledgements sent before the kill may still be on their way.
     timer:sleep(200),
-    Collector ! {stop, Self},
-    Acked = receive {acked_map, Collector, Map} -> Map end,
+    Acked = fraghash_test_acks:recorded(Collector),
     Deleted = maps:size(maps:filter(fun(_, V) -> V =:= deleted end, Acked)),
     report("kill -9, round ~b: ~b keys acknowledged (~b of them deleted)~n",
            [Round, maps:size(Acked), Deleted]),
@@ -185,48 +177,23 @@ kill_round(NameA, DirA, A, Round, Acked0) ->
 %% too; and each time an increment of the writer's counter, acknowledged
 %% with the value it returned. Runs until the node dies.
 %%
-%% Each acknowledgement waits for `To' to confirm it: the writer's next
-%% step begins only once the test knows of the last one. A message merely
-%% sent could die in the killed node's distribution buffer while the writer
-%% went on, and the node would then rightly hold more than the test knew of
-%% (a later counter, a key's delete).
+%% Each acknowledgement waits for `To' to confirm it
+%% ({@link fraghash_test_acks}).
 acked_writer(To, W, I) ->
     Keys = [{W, I, J} || J <- lists:seq(1, 3)],
     {atomic, ok} = mnesia:transaction(fun() -> [mnesia:write({k, K, I}) || K <- Keys], ok end),
-    confirmed(To, {written, Keys, I}),
+    fraghash_test_acks:confirmed(To, {written, Keys, I}),
     case I rem 4 of
         0 ->
             Old = {W, I - 2, 1},
             {atomic, ok} = mnesia:transaction(fun() -> mnesia:delete({k, Old}) end),
-            confirmed(To, {deleted, Old});
+            fraghash_test_acks:confirmed(To, {deleted, Old});
         _ ->
             ok
     end,
     C = mnesia:dirty_update_counter(k, {ctr, W}, 1),
-    confirmed(To, {counter, {ctr, W}, C}),
+    fraghash_test_acks:confirmed(To, {counter, {ctr, W}, C}),
     acked_writer(To, W, I + 1).
-
-confirmed(To, What) ->
-    Ref = make_ref(),
-    To ! {acked, What, {self(), Ref}},
-    receive Ref -> ok end.
-
-%% Records acknowledgements and confirms each; tells `Parent' once `N' came,
-%% and hands over what it recorded when told to stop.
-collect(Acked, N, Parent) ->
-    receive
-        {acked, What, From} ->
-            N =:= 1 andalso (Parent ! {reached, self()}),
-            collect(ack(What, From, Acked), N - 1, Parent);
-        {stop, Parent} ->
-            Parent ! {acked_map, self(), Acked}
-    end.
-
-%% Recorded, then confirmed to the writer.
-ack(What, {Writer, Ref}, Acked) ->
-    Recorded = record(What, Acked),
-    Writer ! Ref,
-    Recorded.
 
 %% What the node must hold for a key: its value; `deleted'; `{counter, V}'
 %% (V or V + 1); `{maybe_deleted, V}' for a written key whose delete the
