@@ -77,7 +77,7 @@ sample(Writers, MinUs, Open, Done, Monitor) ->
                    [{now_us(), What, name(Pid, names(), "", 0), brief(Info)} | Monitor]);
         {stop, From} ->
             _ = erlang:system_monitor(undefined),
-            From ! {stalls, self(), Done ++ [S || S <- maps:values(Open)], Monitor},
+            From ! {stalls, self(), Done ++ maps:values(Open), Monitor},
             ok
     after ?PERIOD_MS ->
             Now = now_us(),
