@@ -1,7 +1,8 @@
 %% @doc A full disc at every step of the growth path, in real Mnesia on a
 %% real file system: a peer node keeps its Mnesia directory on a small
 %% `tmpfs' mounted for the test; at one step of an add or a del of a loaded
-%% `disc_copies' table a step hook fills that file system to the last byte,
+%% `disc_copies' table (and at the copy of an add of a `disc_only_copies'
+%% one) a step hook fills that file system to the last byte,
 %% and the operation goes on into it. It must answer with `{atomic, ok}'
 %% or `{aborted, {fraghash, Reason, Text}}' (never a crash, a hang or a bare
 %% Erlang error), and once room is made (and Mnesia restarted, if it
@@ -30,12 +31,14 @@
 -define(FAST, [{add, grow_copy}, {add, grow_switch_locked}, {del, grow_del_drop}]).
 
 enospc_test_() ->
-    Cases = [{add, S} || S <- ?ADD_STEPS] ++ [{del, S} || S <- ?DEL_STEPS],
-    Fast = [C || C <- Cases, lists:member(C, ?FAST)],
-    Slow = [C || C <- Cases, not lists:member(C, ?FAST)],
-    Test = fun({Op, Step}) ->
-                   {timeout, ?T, {lists:concat(["a full disc at ", Step, " (", Op, ")"]),
-                                  fun() -> full_disc(Op, Step) end}}
+    Cases = [{add, S, n_disc_copies} || S <- ?ADD_STEPS] ++ [{del, S, n_disc_copies} || S <- ?DEL_STEPS]
+        %% An add's copy written straight into its new fragment's dets file.
+        ++ [{add, grow_copy, n_disc_only_copies}],
+    Fast = [C || {Op, Step, _} = C <- Cases, lists:member({Op, Step}, ?FAST)],
+    Slow = Cases -- Fast,
+    Test = fun({Op, Step, Copies}) ->
+                   {timeout, ?T, {lists:concat(["a full disc at ", Step, " (", Op, ", ", Copies, ")"]),
+                                  fun() -> full_disc(Op, Step, Copies) end}}
            end,
     case can_mount() of
         true ->
@@ -52,34 +55,35 @@ enospc_test_() ->
 can_mount() ->
     string:trim(os:cmd("id -u")) =:= "0".
 
-full_disc(Op, Step) ->
-    Id = lists:concat([Op, "_", Step, "_", os:getpid()]),
+full_disc(Op, Step, Copies) ->
+    Id = lists:concat([Op, "_", Step, "_", Copies, "_", os:getpid()]),
     Mount = filename:join(scratch(), "enospc_" ++ Id),
     ok = filelib:ensure_path(Mount),
     "" = os:cmd("mount -t tmpfs -o size=" ?FS_SIZE " tmpfs " ++ Mount ++ " 2>&1"),
     try
-        run(Op, Step, Mount, list_to_atom("fhfull_" ++ integer_to_list(erlang:phash2(Id))),
-            list_to_atom(lists:concat(["enospc_", Op, "_", Step])))
+        run({Op, Copies}, Step, Mount,
+            list_to_atom("fhfull_" ++ integer_to_list(erlang:phash2(Id))),
+            list_to_atom(lists:concat(["enospc_", Op, "_", Step, "_", Copies])))
     after
         _ = os:cmd("umount -l " ++ Mount)
     end.
 
-run(Op, Step, Mount, Name, Tab) ->
+run(OpCopies, Step, Mount, Name, Tab) ->
     Dir = filename:join(Mount, "mnesia"),
     Filler = filename:join(Mount, "filler"),
     {Peer, Node} = start_peer(Name, Dir),
-    try run(Op, Step, Dir, Filler, Name, Node, Tab)
+    try run(OpCopies, Step, Dir, Filler, Name, Node, Tab)
     after catch peer:stop(Peer)
     end.
 
-run(Op, Step, Dir, Filler, Name, Node, Tab) ->
+run({Op, Copies}, Step, Dir, Filler, Name, Node, Tab) ->
     ok = rpc:call(Node, mnesia, create_schema, [[Node]]),
     ok = rpc:call(Node, mnesia, start, []),
     {atomic, ok} =
         rpc:call(Node, mnesia, create_table,
                  [Tab, [{attributes, [key, val]},
                         {frag_properties, [{n_fragments, 4}, {hash_module, mnesia_frag_slots},
-                                           {node_pool, [Node]}, {n_disc_copies, 1}]}]]),
+                                           {node_pool, [Node]}, {Copies, 1}]}]]),
     ok = rpc:call(Node, fraghash_test_support, fill,
                   [Tab, lists:seq(1, ?RECORDS), fun(K) -> K * 3 end]),
     ok = rpc:call(Node, fraghash_frag, recover, []),
