@@ -527,6 +527,9 @@ failure({fraghash, overloaded, _} = Reason) ->
     {as_is, Reason};
 failure({fraghash, transactions_running, _} = Reason) ->
     {as_is, Reason};
+failure({file_error, File, {Pos, Posix}}) when is_integer(Pos), is_atom(Posix) ->
+    %% dets names the position too.
+    failure({file_error, File, Posix});
 failure({file_error, File, enospc}) ->
     {disc_full, text(File)};
 failure({file_error, File, Posix}) when is_atom(Posix) ->
