@@ -41,7 +41,9 @@
 %% A table and its foreign-key tables move together (`fraghash_grow_group'):
 %% each phase applies to each, and their states switch in one schema
 %% change. Every storage type takes this path: the copies are ordinary
-%% writes, made durable on every kind of disc copy by `fraghash_durable'.
+%% writes (into a new fragment whose only copy is a dets file, one write
+%% of each chunk into the file: `fraghash_grow_copy'), made durable on
+%% every kind of disc copy by `fraghash_durable'.
 -module(fraghash_grow).
 
 -export([add_frag/3, del_frag/1, rehash/3, recover/2]).
