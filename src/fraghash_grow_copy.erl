@@ -27,12 +27,13 @@
 %% writer reaches, is a `sync_transaction' per chunk under a table lock on
 %% it, or, where that fragment is one dets file, one write of the chunk
 %% into it (into_dests/2); every other copy and delete is a `sync_dirty'
-%% activity and takes no lock. A lock on a fragment that writers write (a donor, a del's or a
-%% rehash's destination) would make them wait, or make the operation's
-%% younger transaction restart behind theirs, chunk after chunk. The one
-%% other lock taken is a read lock on each item a writer touched, while the
-%% round that copies it reads it (see copy_items/3). Each phase ends with a
-%% sync of what it wrote on every node holding it (`fraghash_durable').
+%% activity and takes no lock. A lock on a fragment that writers write (a
+%% donor, a del's or a rehash's destination) would make them wait, or make
+%% the operation's younger transaction restart behind theirs, chunk after
+%% chunk. The one other lock taken is a read lock on each item a writer
+%% touched, while the round that copies it reads it (see copy_items/3).
+%% Each phase ends with a sync of what it wrote on every node holding it
+%% (`fraghash_durable').
 -module(fraghash_grow_copy).
 
 -export([copy_all/3, last_copy/2, clean/3, remove_hidden/1]).
@@ -153,7 +154,8 @@ into_dests(Route, Moving) ->
 
 %% The node holding hidden fragment `D''s only copy, when that copy is a
 %% dets file (`disc_only_copies') of a `set' that Mnesia keeps nothing
-%% else for: no index, no subscriber, no checkpoint. Else `logged'.
+%% else for: no index, no checkpoint, no subscriber on this node (one on
+%% the holder, if that is another node, is not seen). Else `logged'.
 %%
 %% Why: Mnesia applies a commit one record at a time, and dets takes a
 %% record written alone at about three times what it takes for each of a
@@ -166,7 +168,7 @@ into_dests(Route, Moving) ->
 %% fragment before the switch, and the sync that ends the copy
 %% (`fraghash_durable:tables/1', a `dets:sync/1') puts these records on
 %% disc before the switch makes them the table's. After a kill before
-%% then the fragment is dropped or copied again; Mnesia's log holds no
+%% then recovery drops the fragment; Mnesia's log holds no
 %% write that could replay an older value over them (every writer's change
 %% during the copy is copied again through Mnesia after it,
 %% copy_touched/3). A second copy added by hand while the add runs would
