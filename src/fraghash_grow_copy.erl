@@ -184,15 +184,11 @@ bulk_holder(D) ->
 %% Writes `Recs' into the dets file of `D' on `Node' in one request
 %% (`true'), or answers `false' for `logged'. A failed write raises (a
 %% full disc is named as one, fraghash_frag:recover/0): the copy stops,
-%% and recovery undoes the operation or copies again.
+%% and recovery undoes the operation.
 bulk_insert(logged, _D, _Recs) ->
     false;
 bulk_insert(Node, D, Recs) ->
-    Result = case Node =:= node() of
-                 true -> dets:insert(D, Recs);
-                 false -> erpc:call(Node, dets, insert, [D, Recs], 60000)
-             end,
-    case Result of
+    case on(Node, fun() -> dets:insert(D, Recs) end, 60000) of
         ok -> true;
         {error, Why} -> error({dets_insert_failed, D, Node, Why})
     end.
@@ -335,11 +331,7 @@ clean(Where, Progress, Moved) ->
 leave_listed(S, Route, Listed, Progress) ->
     Keys = [K || K <- lists:usort(Listed),
                  not maps:get(by_key, Route) orelse place_key(Route, K) =/= S],
-    Leave = fun() -> leave_source(S, Route, Keys) end,
-    ok = case fraghash_tab:reader_node(S) of
-             Node when Node =:= node() -> Leave();
-             Node -> erpc:call(Node, Leave)
-         end,
+    ok = on(fraghash_tab:reader_node(S), fun() -> leave_source(S, Route, Keys) end, infinity),
     Progress(length(Listed), length(Keys)).
 
 %% Deletes the moved records of `Keys' from source `S' in one dirty
@@ -403,6 +395,13 @@ place_key(Route, K) ->
 %% `{Key, PlacingValue}' of each record of a source.
 placing_spec(#{pos := Pos}) ->
     [{'_', [], [{{{element, 2, '$_'}, {element, Pos, '$_'}}}]}].
+
+%% `F()' run on `Node': here in this process (its data not copied), else
+%% by `erpc' within `Timeout'.
+on(Node, F, _Timeout) when Node =:= node() ->
+    F();
+on(Node, F, Timeout) ->
+    erpc:call(Node, F, Timeout).
 
 %% Runs `F' in a `sync_dirty' activity: no lock, applied on every replica
 %% when it returns.
