@@ -15,7 +15,7 @@
 
 -include_lib("eunit/include/eunit.hrl").
 
--import(fraghash_test_support, [scratch/0, report/2]).
+-import(fraghash_test_support, [scratch/0, report/2, wait_mnesia_stopped/2]).
 
 -export([log/2]).
 
@@ -482,7 +482,7 @@ corrupt(Dir) ->
     ok = logger:update_handler_config(default, level, none),
     Result = try
                  R = mnesia:start(),
-                 wait_stopped(),
+                 ok = wait_mnesia_stopped(node(), 200),
                  R
              after
                  %% The reason is logged while Mnesia stops: waited for
@@ -513,7 +513,7 @@ quiet_start() ->
     ok = logger:update_handler_config(default, level, none),
     try
         R = mnesia:start(),
-        wait_stopped(),
+        ok = wait_mnesia_stopped(node(), 200),
         timer:sleep(500),
         R
     after
@@ -524,12 +524,6 @@ quiet_start() ->
 log(#{msg := Msg}, #{config := To}) ->
     To ! {logged, Msg},
     ok.
-
-wait_stopped() ->
-    case mnesia:system_info(is_running) of
-        no -> ok;
-        _ -> timer:sleep(50), wait_stopped()
-    end.
 
 %% Waits until a message `Pred' holds for was logged; keeps it for logged/0.
 wait_logged(Pred, Timeout) ->

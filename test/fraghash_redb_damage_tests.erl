@@ -12,7 +12,8 @@
 
 -include_lib("eunit/include/eunit.hrl").
 
--import(fraghash_test_support, [scratch/0, start_peer/3, start_redb_peer/3, wait_down/1]).
+-import(fraghash_test_support, [scratch/0, start_peer/3, start_redb_peer/3, wait_down/1,
+                                wait_mnesia_stopped/2]).
 
 -define(T, 120).
 -define(WRITES, 3000).
@@ -34,7 +35,7 @@ flipped() ->
     ok = file:write_file(Log, <<Head/binary, (B bxor 16#55), Tail/binary>>),
     {Node2, Path} = restart(Node, Dir),
     ?assertMatch({error, _}, rpc:call(Node2, mnesia, start, [])),
-    ok = wait_stopped(Node2, 100),
+    ok = wait_mnesia_stopped(Node2, 100),
     {error, {fraghash_redb, log_damaged, Path, Msg}} =
         rpc:call(Node2, fraghash_redb_db, check_file, [Path]),
     ?assertMatch({match, _}, re:run(Msg, "damaged at offset [0-9]+, with [0-9]+ whole")),
@@ -61,7 +62,7 @@ deleted() ->
     ok = file:delete(Log ++ "2"),
     {Node2, Path} = restart(Node, Dir),
     ?assertMatch({error, _}, rpc:call(Node2, mnesia, start, [])),
-    ok = wait_stopped(Node2, 100),
+    ok = wait_mnesia_stopped(Node2, 100),
     ?assertMatch({error, {fraghash_redb, log_missing, Path, _}},
                  rpc:call(Node2, fraghash_redb_db, check_file, [Path])),
     ?assertNot(filelib:is_file(Log)),
@@ -91,7 +92,7 @@ writer_gone() ->
     ok = rpc:call(Node, fraghash_redb_nif, close, [rpc:call(Node, fraghash_redb_db, handle, [])]),
     Answer = rpc:call(Node, mnesia, transaction, [fun() -> mnesia:write({d, 2, lost}) end]),
     ?assertNotEqual({atomic, ok}, Answer),
-    ok = wait_stopped(Node, 100),
+    ok = wait_mnesia_stopped(Node, 100),
     %% Mnesia's stop ends the process, which closes the file: the next
     %% start opens it once that is done.
     ok = wait_gone(Node, Writer, 300),
@@ -147,12 +148,6 @@ wait_gone(Node, Pid, Tries) ->
         true when Tries > 0 -> timer:sleep(100), wait_gone(Node, Pid, Tries - 1)
     end.
 
-%% A start that failed leaves Mnesia stopping for a moment.
-wait_stopped(Node, Tries) ->
-    case rpc:call(Node, mnesia, system_info, [is_running]) of
-        no -> ok;
-        _ when Tries > 0 -> timer:sleep(100), wait_stopped(Node, Tries - 1)
-    end.
 
 stop(Node) ->
     _ = rpc:call(Node, mnesia, stop, []),

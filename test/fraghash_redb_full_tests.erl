@@ -15,7 +15,7 @@
 -include_lib("eunit/include/eunit.hrl").
 
 -import(fraghash_test_support, [scratch/0, report/2, start_peer/2, start_redb_peer/3,
-                                wait_down/1]).
+                                wait_down/1, wait_mnesia_stopped/2]).
 
 -define(KEYS, 2000).
 -define(WRITES, 400).
@@ -105,7 +105,7 @@ fail_stop() ->
         Answer = rpc:call(Node, mnesia, transaction, [Big]),
         report("a transaction past the reserve on a full disc: ~0p~n", [Answer]),
         ?assertNotEqual({atomic, ok}, Answer),
-        ok = wait_stopped(Node, 100),
+        ok = wait_mnesia_stopped(Node, 100),
         ok = file:delete(Filler),
         ok = rpc:call(Node, mnesia, start, []),
         ok = rpc:call(Node, mnesia, wait_for_tables, [[f], 30000]),
@@ -115,11 +115,6 @@ fail_stop() ->
         rpc:call(Node, erlang, halt, [])
     end).
 
-wait_stopped(Node, Tries) ->
-    case rpc:call(Node, mnesia, system_info, [is_running]) of
-        no -> ok;
-        _ when Tries > 0 -> timer:sleep(100), wait_stopped(Node, Tries - 1)
-    end.
 
 %% A value of 8 KiB: 400 of them pass the log's reserve (4 MiB a file,
 %% asked for again at half) and the memtable's flush size (1 MiB).
