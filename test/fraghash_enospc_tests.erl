@@ -148,6 +148,7 @@ running_again(Node, Tries) ->
     case rpc:call(Node, mnesia, system_info, [is_running]) of
         yes -> ok;
         _ -> _ = rpc:call(Node, mnesia, stop, []),
+             ok = fraghash_test_support:wait_mnesia_stopped(Node, 100),
              ok = rpc:call(Node, mnesia, start, [])
     end,
     case wait_tables(Node) of

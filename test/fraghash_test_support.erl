@@ -7,7 +7,8 @@
 
 -export([scratch/0, slow_tier/1, start_mnesia/1, stop_mnesia/1, quiet_overload/0, report/2,
          start_peer/2, start_peer/3, start_redb_peer/3, record_peer/1, wait_down/1, kill_nodes/1,
-         start_trio/2, create_frag/4, fill/3, grow/3, wait_mnesia_stopped/2, inline_kind/1, start_journaled/1, frag_contents/1, frag_read/2]).
+         start_trio/2, create_frag/4, fill/3, grow/3, wait_mnesia_stopped/2, inline_kind/1,
+         start_journaled/1, frag_contents/1, frag_read/2]).
 
 %% @doc The scratch directory scripts/test-mnesia.sh made
 %% (`FRAGHASH_TEST_DIR').

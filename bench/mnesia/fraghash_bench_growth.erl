@@ -40,6 +40,8 @@
 -export([run/1, run/5]).
 %% Shared with fraghash_bench_relieve.
 -export([stop_load/1, read_once/2, thousands/1]).
+%% Shared with fraghash_bench_relieve and fraghash_bench_move.
+-export([print_step_rates/4]).
 
 -define(WRITERS, 4).
 -define(BEFORE_MS, 3000).
@@ -339,6 +341,39 @@ report(Mod, Path, Result, T0, T1, Scanned, Moved, Writes, Reads) ->
                thousands(length(ReadsDuring)),
                thousands(length([x || miss <- ReadsDuring])),
                thousands(length([x || failed <- ReadsDuring]) + WriteFailures)]).
+
+%% @doc Prints, as a comment, the time spent from each step to the next
+%% (`Steps': `{TimeUs, Step}' in order; an operation from `T0' to `T1'),
+%% summed per step name (a rebalance runs the steps of each move), with
+%% the writes completed meanwhile per second and their mean time; the same
+%% for the 3 s before (`before'). The writers wait for each write before
+%% the next: past 2 ms a write (4 writers, 2,000/s), their rate is 4 ÷ its
+%% mean time.
+print_step_rates([], _Writes, _T0, _T1) ->
+    ok;
+print_step_rates(Steps, Writes, T0, T1) ->
+    Spans = lists:zip([{T0 - ?BEFORE_MS * 1000, before}, {T0, start} | Steps],
+                      [T0 | [T || {T, _} <- Steps]] ++ [T1]),
+    Totals = lists:foldl(
+               fun({{From, Step}, To}, Acc) ->
+                       Times = [E - S || {S, E, ok} <- Writes, E > From, E =< To],
+                       maps:update_with(Step, fun({Us, N, Sum}) ->
+                                                      {Us + To - From, N + length(Times),
+                                                       Sum + lists:sum(Times)}
+                                              end, {To - From, length(Times), lists:sum(Times)},
+                                        Acc)
+               end, #{}, Spans),
+    Order = [before | lists:sort(fun(X, Y) -> first(X, Steps) =< first(Y, Steps) end,
+                                 maps:keys(Totals) -- [before])],
+    io:format("<!-- time from each step to the next (s; writes/s, mean write ms meanwhile): "
+              "~s -->~n",
+              [lists:join(", ", [io_lib:format("~s ~.2f; ~b, ~.1f",
+                                               [St, Us / 1.0e6, round(N / max(Us / 1.0e6, 1.0e-6)),
+                                                Sum / max(N, 1) / 1000])
+                                 || St <- Order, {Us, N, Sum} <- [maps:get(St, Totals)]])]).
+
+first(start, [{T, _} | _]) -> T - 1;
+first(Step, Steps) -> hd([T || {T, S} <- Steps, S =:= Step]).
 
 now_us() -> erlang:monotonic_time(microsecond).
 

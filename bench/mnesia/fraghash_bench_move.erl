@@ -411,7 +411,7 @@ measure(Case, Nodes, Watched, Tab, Op) ->
                      Figures = fraghash_bench_relieve:figures(Writes0, Reads, T0, T1),
                      Writes0
              end,
-    print_steps(Steps, Writes, T0, T1),
+    fraghash_bench_growth:print_step_rates(Steps, Writes, T0, T1),
     fraghash_bench_trace:print(Calls, Sys0, ?TRACE_MIN_US, fun short/1),
     maps:merge(Case, Figures#{wall_s => (T1 - T0) / 1.0e6, rss => Peaks, loaded => Tab =/= none,
                               result => Result}).
@@ -430,37 +430,6 @@ steps(Acc) ->
     receive {step, Step, T} -> steps([{T, Step} | Acc])
     after 0 -> lists:reverse(Acc)
     end.
-
-%% The time spent from each step to the next, summed per step name (a
-%% rebalance runs the steps of each move), with the writes completed
-%% meanwhile per second and their mean time; the same for the 3 s before
-%% (`before'). The writers wait for each write before the next: past
-%% 2 ms a write (4 writers, 2,000/s), their rate is 4 ÷ its mean time.
-print_steps([], _Writes, _T0, _T1) ->
-    ok;
-print_steps(Steps, Writes, T0, T1) ->
-    Spans = lists:zip([{T0 - ?BEFORE_MS * 1000, before}, {T0, start} | Steps],
-                      [T0 | [T || {T, _} <- Steps]] ++ [T1]),
-    Totals = lists:foldl(
-               fun({{From, Step}, To}, Acc) ->
-                       Times = [E - S || {S, E, ok} <- Writes, E > From, E =< To],
-                       maps:update_with(Step, fun({Us, N, Sum}) ->
-                                                      {Us + To - From, N + length(Times),
-                                                       Sum + lists:sum(Times)}
-                                              end, {To - From, length(Times), lists:sum(Times)},
-                                        Acc)
-               end, #{}, Spans),
-    Order = [before | lists:sort(fun(X, Y) -> first(X, Steps) =< first(Y, Steps) end,
-                                 maps:keys(Totals) -- [before])],
-    io:format("<!-- time from each step to the next (s; writes/s, mean write ms meanwhile): "
-              "~s -->~n",
-              [lists:join(", ", [io_lib:format("~s ~.2f; ~b, ~.1f",
-                                               [St, Us / 1.0e6, round(N / max(Us / 1.0e6, 1.0e-6)),
-                                                Sum / max(N, 1) / 1000])
-                                 || St <- Order, {Us, N, Sum} <- [maps:get(St, Totals)]])]).
-
-first(start, [{T, _} | _]) -> T - 1;
-first(Step, Steps) -> hd([T || {T, S} <- Steps, S =:= Step]).
 
 %% Each write over 200 ms that overlapped the operation: its start
 %% (seconds from the operation's), its time, the step under way at its

@@ -74,6 +74,8 @@ run(Dir, Storage, ValueBytes, MB, Format) ->
 -spec run(string(), relieve | rehash, disc_only_copies | redb_copies, pos_integer(), number(),
           table | json) -> ok.
 run(Dir, Kind, Storage, ValueBytes, MB, Format) ->
+    %% Loaded, so that settings given on the command line apply.
+    ok = application:load(fraghash),
     ok = application:set_env(mnesia, dir, Dir),
     ok = mnesia:create_schema([node()]),
     ok = mnesia:start(),
@@ -220,6 +222,9 @@ measure(Case, Op, Value, Dir) ->
     ok = fraghash_bench_stalls:stop(Stalls, T0),
     LogMax = stop_log_watch(Log),
     {Writes, Reads} = stop_load(Load),
+    Steps = steps([]),
+    print_steps(Op, Steps, T0),
+    fraghash_bench_growth:print_step_rates(Steps, Writes, T0, T1),
     Wall = (T1 - T0 - HookUs) / 1.0e6,
     Figures = figures(Writes, Reads, T0, T1),
     maps:merge(Case, Figures#{op => op_name(Op), wall_s => Wall, moved => Moved,
@@ -317,7 +322,6 @@ run_op(rehash) ->
              after fraghash_frag:set_step_hook(undefined)
              end,
     {atomic, ok} = Result,
-    print_steps(rehash),
     {Moving, atomics:get(Spent, 1), atomics:get(Spent, 2)};
 run_op(relieve) ->
     Spent = atomics:new(2, []),
@@ -331,22 +335,22 @@ run_op(relieve) ->
              after fraghash_frag:set_step_hook(undefined)
              end,
     {atomic, ok} = Result,
-    print_steps(relieve),
     {mnesia:table_info(fraghash_frag:frag_name(?TAB, N + 1), size),
      atomics:get(Spent, 1), atomics:get(Spent, 2)}.
 
 %% Prints, as a comment, when the operation reached each of its steps
-%% (seconds from its start; the hook runs in the operation's process, this
-%% one when it is called here): how its time splits between copying,
+%% (seconds from its start, `T0'): how its time splits between copying,
 %% switching and cleaning.
-print_steps(Op) ->
-    Steps = collect_steps([]),
+print_steps(_Op, [], _T0) ->
+    ok;
+print_steps(Op, Steps, T0) ->
     io:format("<!-- ~s steps, s from its start: ~s -->~n",
-              [Op, lists:join(", ", [io_lib:format("~s ~.1f", [S, Ms / 1000])
-                                    || {S, Ms} <- Steps])]).
+              [op_name(Op), lists:join(", ", [io_lib:format("~s ~.1f", [S, (T - T0) / 1.0e6])
+                                             || {T, S} <- Steps])]).
 
-collect_steps(Acc) ->
-    receive {bench_step, Step, Ms} -> collect_steps([{Step, Ms} | Acc])
+%% The steps the hook reported, `{TimeUs, Step}' in order.
+steps(Acc) ->
+    receive {bench_step, Step, T} -> steps([{T, Step} | Acc])
     after 0 -> lists:reverse(Acc)
     end.
 
@@ -358,10 +362,9 @@ frags(N) ->
 %% holds every record the operation writes to it. `Spent' keeps the time
 %% that took (µs, left out of the wall time) and the largest size.
 journal_hook(Spent) ->
-    T0 = erlang:monotonic_time(millisecond),
     Steps = self(),
     fun(_Tab, Step) ->
-            Steps ! {bench_step, Step, erlang:monotonic_time(millisecond) - T0},
+            Steps ! {bench_step, Step, now_us()},
             case lists:member(Step, [grow_switched, grow_done]) of
                 true ->
                     {Us, Bytes} = timer:tc(fun largest_journal_record/0),
