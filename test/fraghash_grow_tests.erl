@@ -17,9 +17,14 @@
 %% after it and after a restart, down to one fragment; under load; stopped
 %% at each step.</li>
 %% </ul>
+%% And an add on `disc_only_copies' with a cleaning pause set wrong: done,
+%% the setting named in a warning.
 -module(fraghash_grow_tests).
 
 -include_lib("eunit/include/eunit.hrl").
+
+%% A logger handler for the warning.
+-export([log/2]).
 
 -import(fraghash_test_support, [create_frag/4, fill/3]).
 
@@ -51,6 +56,8 @@ grow_test_() ->
               ++ [{timeout, ?T, {"a fragment beyond the count: dropped by recovery when its "
                                  "records are where they route, else kept and reported",
                                  fun orphan/0}}]
+              ++ [{timeout, ?T, {"disc_only_copies, clean_pause_percent not a percentage: the "
+                                 "add done, a warning names it", fun bad_pause/0}}]
               ++ [{timeout, ?T, {"operations/0 lists an add under way and one interrupted; the "
                                  "progress hook hears every phase", fun operations/0}}]
               ++ [{timeout, ?T, {"stopped at " ++ atom_to_list(Step) ++ ", then recovered",
@@ -391,6 +398,45 @@ stopped_at(Step) ->
                                end),
     check_after(Tab, Before),
     {atomic, ok} = mnesia:delete_table(Tab).
+
+%%% A cleaning pause set wrong
+
+bad_pause() ->
+    Tab = grow_bad_pause,
+    ok = create_frag(Tab, mnesia_frag_slots, 4, [{n_disc_only_copies, 1}]),
+    ok = fill(Tab, lists:seq(1, ?RECORDS), fun(K) -> K end),
+    Before = contents(Tab),
+    %% Warnings let through to a handler of this test only.
+    #{level := Primary} = logger:get_primary_config(),
+    {ok, #{level := Default}} = logger:get_handler_config(default),
+    ok = logger:update_handler_config(default, level, error),
+    ok = logger:set_primary_config(level, warning),
+    ok = logger:add_handler(grow_pause_capture, ?MODULE, #{config => self(), level => warning}),
+    ok = application:set_env(fraghash, clean_pause_percent, lots),
+    try
+        ?assertEqual({atomic, ok}, fraghash_frag:add_frag(Tab, [node()]))
+    after
+        application:unset_env(fraghash, clean_pause_percent),
+        logger:remove_handler(grow_pause_capture),
+        logger:set_primary_config(level, Primary),
+        logger:update_handler_config(default, level, Default)
+    end,
+    check_after(Tab, Before),
+    ?assertMatch({_, _, 5}, fraghash_frag:hash(Tab)),
+    Logged = [lists:flatten(io_lib:format(F, A)) || {logged, {F, A}} <- flush([])],
+    ?assertMatch([_ | _], [L || L <- Logged,
+                                string:find(L, "clean_pause_percent lots") =/= nomatch]),
+    {atomic, ok} = mnesia:delete_table(Tab).
+
+%% @doc The logger handler: sends each event's message to the test process.
+log(#{msg := Msg}, #{config := To}) ->
+    To ! {logged, Msg},
+    ok.
+
+flush(Acc) ->
+    receive {logged, _} = M -> flush([M | Acc])
+    after 0 -> lists:reverse(Acc)
+    end.
 
 %%% Helpers
 
