@@ -23,10 +23,7 @@
 
 -include_lib("eunit/include/eunit.hrl").
 
-%% A logger handler for the warning.
--export([log/2]).
-
--import(fraghash_test_support, [create_frag/4, fill/3]).
+-import(fraghash_test_support, [create_frag/4, fill/3, logged/0]).
 
 -define(MODULES, [mnesia_frag_hash, mnesia_frag_slots, mnesia_frag_chash, mnesia_frag_jump,
                   mnesia_frag_linear]).
@@ -411,7 +408,7 @@ bad_pause() ->
     {ok, #{level := Default}} = logger:get_handler_config(default),
     ok = logger:update_handler_config(default, level, error),
     ok = logger:set_primary_config(level, warning),
-    ok = logger:add_handler(grow_pause_capture, ?MODULE, #{config => self(), level => warning}),
+    ok = logger:add_handler(grow_pause_capture, fraghash_test_support, #{config => self(), level => warning}),
     ok = application:set_env(fraghash, clean_pause_percent, lots),
     try
         ?assertEqual({atomic, ok}, fraghash_frag:add_frag(Tab, [node()]))
@@ -423,20 +420,10 @@ bad_pause() ->
     end,
     check_after(Tab, Before),
     ?assertMatch({_, _, 5}, fraghash_frag:hash(Tab)),
-    Logged = [lists:flatten(io_lib:format(F, A)) || {logged, {F, A}} <- flush([])],
+    Logged = [lists:flatten(io_lib:format(F, A)) || {F, A} <- logged()],
     ?assertMatch([_ | _], [L || L <- Logged,
                                 string:find(L, "clean_pause_percent lots") =/= nomatch]),
     {atomic, ok} = mnesia:delete_table(Tab).
-
-%% @doc The logger handler: sends each event's message to the test process.
-log(#{msg := Msg}, #{config := To}) ->
-    To ! {logged, Msg},
-    ok.
-
-flush(Acc) ->
-    receive {logged, _} = M -> flush([M | Acc])
-    after 0 -> lists:reverse(Acc)
-    end.
 
 %%% Helpers
 

@@ -15,9 +15,7 @@
 
 -include_lib("eunit/include/eunit.hrl").
 
--import(fraghash_test_support, [scratch/0, report/2, wait_mnesia_stopped/2]).
-
--export([log/2]).
+-import(fraghash_test_support, [scratch/0, report/2, wait_mnesia_stopped/2, logged/0]).
 
 -define(T, 300).
 -define(TERMS, 1500).
@@ -477,7 +475,7 @@ corrupt(Dir) ->
     %% of its own shutdown say nothing more.)
     %% Its core file goes to the scratch directory, not the current one.
     ok = application:set_env(mnesia, core_dir, scratch()),
-    ok = logger:add_handler(redb_capture, ?MODULE, #{config => self(), level => error}),
+    ok = logger:add_handler(redb_capture, fraghash_test_support, #{config => self(), level => error}),
     {ok, #{level := Level}} = logger:get_handler_config(default),
     ok = logger:update_handler_config(default, level, none),
     Result = try
@@ -520,11 +518,6 @@ quiet_start() ->
         logger:update_handler_config(default, level, Level)
     end.
 
-%% @doc A logger handler: sends each event's message to the test process.
-log(#{msg := Msg}, #{config := To}) ->
-    To ! {logged, Msg},
-    ok.
-
 %% Waits until a message `Pred' holds for was logged; keeps it for logged/0.
 wait_logged(Pred, Timeout) ->
     receive
@@ -534,11 +527,6 @@ wait_logged(Pred, Timeout) ->
                 false -> [M | wait_logged(Pred, Timeout)]
             end
     after Timeout -> timeout
-    end.
-
-logged() ->
-    receive {logged, M} -> [M | logged()]
-    after 0 -> []
     end.
 
 %% Whether a logged message holds Mnesia's abort of its start with the

@@ -148,7 +148,6 @@ wait_gone(Node, Pid, Tries) ->
         true when Tries > 0 -> timer:sleep(100), wait_gone(Node, Pid, Tries - 1)
     end.
 
-
 stop(Node) ->
     _ = rpc:call(Node, mnesia, stop, []),
     _ = rpc:call(Node, erlang, halt, []),

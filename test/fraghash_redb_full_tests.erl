@@ -115,7 +115,6 @@ fail_stop() ->
         rpc:call(Node, erlang, halt, [])
     end).
 
-
 %% A value of 8 KiB: 400 of them pass the log's reserve (4 MiB a file,
 %% asked for again at half) and the memtable's flush size (1 MiB).
 new(K) ->

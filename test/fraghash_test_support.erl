@@ -8,7 +8,7 @@
 -export([scratch/0, slow_tier/1, start_mnesia/1, stop_mnesia/1, quiet_overload/0, report/2,
          start_peer/2, start_peer/3, start_redb_peer/3, record_peer/1, wait_down/1, kill_nodes/1,
          start_trio/2, create_frag/4, fill/3, grow/3, wait_mnesia_stopped/2, inline_kind/1,
-         start_journaled/1, frag_contents/1, frag_read/2]).
+         start_journaled/1, frag_contents/1, frag_read/2, log/2, logged/0]).
 
 %% @doc The scratch directory scripts/test-mnesia.sh made
 %% (`FRAGHASH_TEST_DIR').
@@ -157,14 +157,28 @@ wait_down(Node) ->
 %% says `is_running' is `no' while its event manager may still be
 %% registered; a start before that is gone fails with `already_started'.
 wait_mnesia_stopped(Node, Tries) ->
+    Apps = rpc:call(Node, application, which_applications, []),
     State = {rpc:call(Node, mnesia, system_info, [is_running]),
              rpc:call(Node, erlang, whereis, [mnesia_event]),
              rpc:call(Node, erlang, whereis, [mnesia_sup]),
-             lists:keymember(mnesia, 1, rpc:call(Node, application, which_applications, []))},
+             not is_list(Apps) orelse lists:keymember(mnesia, 1, Apps)},
     case State of
         {no, undefined, undefined, false} -> ok;
         _ when Tries > 0 -> timer:sleep(100), wait_mnesia_stopped(Node, Tries - 1);
         _ -> {still_running, State}
+    end.
+
+%% @doc A logger handler (`logger:add_handler(Id, fraghash_test_support,
+%% #{config => self()})'): sends each event's message to the test process
+%% as `{logged, Msg}'.
+log(#{msg := Msg}, #{config := To}) ->
+    To ! {logged, Msg},
+    ok.
+
+%% @doc The messages the handler log/2 sent this process so far.
+logged() ->
+    receive {logged, M} -> [M | logged()]
+    after 0 -> []
     end.
 
 %% @doc Three peer nodes `a', `b', `c' for the case `Id' (unique within a

@@ -41,7 +41,7 @@
 %% Shared with fraghash_bench_relieve.
 -export([stop_load/1, read_once/2, thousands/1]).
 %% Shared with fraghash_bench_relieve and fraghash_bench_move.
--export([print_step_rates/4]).
+-export([collect_steps/0, print_step_rates/4]).
 
 -define(WRITERS, 4).
 -define(BEFORE_MS, 3000).
@@ -341,6 +341,16 @@ report(Mod, Path, Result, T0, T1, Scanned, Moved, Writes, Reads) ->
                thousands(length(ReadsDuring)),
                thousands(length([x || miss <- ReadsDuring])),
                thousands(length([x || failed <- ReadsDuring]) + WriteFailures)]).
+
+%% @doc The steps a step hook reported to this process as `{step, Step,
+%% TimeUs}', as `{TimeUs, Step}' in order.
+collect_steps() ->
+    collect_steps([]).
+
+collect_steps(Acc) ->
+    receive {step, Step, T} -> collect_steps([{T, Step} | Acc])
+    after 0 -> lists:reverse(Acc)
+    end.
 
 %% @doc Prints, as a comment, the time spent from each step to the next
 %% (`Steps': `{TimeUs, Step}' in order; an operation from `T0' to `T1'),

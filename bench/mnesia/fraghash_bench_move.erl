@@ -400,7 +400,7 @@ measure(Case, Nodes, Watched, Tab, Op) ->
     T1 = now_us(),
     Peaks = [{N, rss(N, "VmHWM"), Start} || {N, Start} <- RssStart],
     Calls = fraghash_bench_trace:stop(Tracers),
-    Steps = steps([]),
+    Steps = fraghash_bench_growth:collect_steps(),
     Writes = case Load of
                  none ->
                      Figures = #{},
@@ -425,11 +425,6 @@ check(What, Expected, Got) ->
 %% A node's resident set figure `Name', in MB.
 rss(Node, Name) ->
     rpc:call(Node, fraghash_bench_relieve, status_kb, [Name]) / 1024.
-
-steps(Acc) ->
-    receive {step, Step, T} -> steps([{T, Step} | Acc])
-    after 0 -> lists:reverse(Acc)
-    end.
 
 %% Each write over 200 ms that overlapped the operation: its start
 %% (seconds from the operation's), its time, the step under way at its

@@ -75,7 +75,10 @@ run(Dir, Storage, ValueBytes, MB, Format) ->
           table | json) -> ok.
 run(Dir, Kind, Storage, ValueBytes, MB, Format) ->
     %% Loaded, so that settings given on the command line apply.
-    ok = application:load(fraghash),
+    case application:load(fraghash) of
+        ok -> ok;
+        {error, {already_loaded, fraghash}} -> ok
+    end,
     ok = application:set_env(mnesia, dir, Dir),
     ok = mnesia:create_schema([node()]),
     ok = mnesia:start(),
@@ -222,7 +225,7 @@ measure(Case, Op, Value, Dir) ->
     ok = fraghash_bench_stalls:stop(Stalls, T0),
     LogMax = stop_log_watch(Log),
     {Writes, Reads} = stop_load(Load),
-    Steps = steps([]),
+    Steps = fraghash_bench_growth:collect_steps(),
     print_steps(Op, Steps, T0),
     fraghash_bench_growth:print_step_rates(Steps, Writes, T0, T1),
     Wall = (T1 - T0 - HookUs) / 1.0e6,
@@ -348,12 +351,6 @@ print_steps(Op, Steps, T0) ->
               [op_name(Op), lists:join(", ", [io_lib:format("~s ~.1f", [S, (T - T0) / 1.0e6])
                                              || {T, S} <- Steps])]).
 
-%% The steps the hook reported, `{TimeUs, Step}' in order.
-steps(Acc) ->
-    receive {bench_step, Step, T} -> steps([{T, Step} | Acc])
-    after 0 -> lists:reverse(Acc)
-    end.
-
 frags(N) ->
     [fraghash_frag:frag_name(?TAB, F) || F <- lists:seq(1, N)].
 
@@ -364,7 +361,7 @@ frags(N) ->
 journal_hook(Spent) ->
     Steps = self(),
     fun(_Tab, Step) ->
-            Steps ! {bench_step, Step, now_us()},
+            Steps ! {step, Step, now_us()},
             case lists:member(Step, [grow_switched, grow_done]) of
                 true ->
                     {Us, Bytes} = timer:tc(fun largest_journal_record/0),
