@@ -28,7 +28,9 @@
 %% of the code measured), those the
 %% relieved state sends to the new fragment copied into a scratch table of
 %% the same storage in transactions of 500 (then the scratch table is
-%% deleted); `relieve', `fraghash_frag:relieve/3'.
+%% deleted); `idle', nothing for as long as the copy took, what the
+%% writers meet from the table alone (skipped with
+%% `FRAGHASH_BENCH_NO_IDLE=1'); `relieve', `fraghash_frag:relieve/3'.
 %%
 %% Figures per operation: wall time, records moved and per second,
 %% relieve ÷ copy, the resident set's peak during it less the resident set
@@ -98,10 +100,12 @@ run(Dir, Kind, Storage, ValueBytes, MB, Format) ->
     [ok = listing(Value)
      || Kind =:= relieve, os:getenv("FRAGHASH_BENCH_NO_LISTING") =/= "1"],
     Copy = measure(Case, {copy, Kind}, Value, Dir),
+    CopyS = maps:get(wall_s, Copy),
+    Idle = [measure(Case, {idle, round(CopyS * 1000)}, Value, Dir)
+            || os:getenv("FRAGHASH_BENCH_NO_IDLE") =/= "1"],
     Relieve = measure(Case, Kind, Value, Dir),
-    Ratio = maps:get(wall_s, Relieve) / max(maps:get(wall_s, Copy), 1.0e-6),
-    print(Format, Copy#{relieve_over_copy => 1.0}),
-    print(Format, Relieve#{relieve_over_copy => Ratio}),
+    [print(Format, R#{relieve_over_copy => maps:get(wall_s, R) / max(CopyS, 1.0e-6)})
+     || R <- [Copy | Idle] ++ [Relieve]],
     stopped = mnesia:stop(),
     ok.
 
@@ -237,6 +241,7 @@ measure(Case, Op, Value, Dir) ->
                               log_mb => LogMax / 1.0e6}).
 
 op_name({copy, _Kind}) -> copy;
+op_name({idle, _Ms}) -> idle;
 op_name(Op) -> Op.
 
 %% Prints, as a comment, how long listing fragment 1's keys takes under
@@ -268,6 +273,9 @@ listing(Value) ->
 
 %% Runs the operation: `{RecordsMoved, MicrosecondsSpentMeasuring,
 %% LargestJournalRecordBytes}'.
+run_op({idle, Ms}) ->
+    ok = timer:sleep(Ms),
+    {0, 0, 0};
 run_op({copy, relieve}) ->
     {M, S, N} = fraghash_frag:hash(?TAB),
     {To, _, _} = try put(fraghash_relieve, {?TAB, 1}), M:add_frag(S)

@@ -1,7 +1,9 @@
 %% @doc Where a long write waited: while a writer's write has run for
 %% `MinMs' or more, a sampler looks every 5 ms at where the writer is (its
 %% top stack frames) and at which processes of the node are busy (running,
-%% runnable, collecting garbage, or with a message queue); it also takes
+%% runnable, collecting garbage, or with a message queue) and which of the
+%% VM's threads wait in the kernel (state D: their thread name and top
+%% kernel frames, from /proc/self/task, readable as root); it also takes
 %% the VM's long garbage collections and long schedules
 %% (`erlang:system_monitor/2'). Each long write is printed as a comment
 %% line: when it began, how long the sampler saw it, and the counts of
@@ -87,7 +89,7 @@ sample(Writers, MinUs, Open, Done, Monitor) ->
             %% since (a new fragment, a scratch table) get their names.
             Busy = case Long of
                        [] -> [];
-                       _ -> busy(names())
+                       _ -> busy(names()) ++ kernel_waits()
                    end,
             Open2 = maps:from_list(
                       [{W, add(maps:get(W, Open, {W, B, 0, #{}, #{}}), B, frames(W), Busy)}
@@ -150,6 +152,41 @@ name(P, Names, Status, Q) ->
            end,
     Queue = if Q >= 100 -> " q>=100"; Q > 0 -> " q"; true -> "" end,
     lists:flatten(io_lib:format("~s ~s~s", [Name, Status, Queue])).
+
+%% The VM's threads in uninterruptible sleep: `thread Name D: frames'.
+kernel_waits() ->
+    case file:list_dir("/proc/self/task") of
+        {ok, Tids} -> lists:append([kernel_wait(T) || T <- Tids]);
+        {error, _} -> []
+    end.
+
+kernel_wait(Tid) ->
+    Dir = ["/proc/self/task/", Tid, "/"],
+    case file:read_file([Dir, "stat"]) of
+        {ok, Stat} ->
+            %% "tid (name) state ...": the name may hold spaces.
+            [Pre, Post] = string:split(Stat, ")", trailing),
+            [_, Name] = string:split(Pre, "("),
+            case string:trim(Post, leading) of
+                <<"D", _/binary>> -> [lists:flatten(io_lib:format("thread ~s D: ~s",
+                                                                   [Name, kernel_frames(Dir)]))];
+                _ -> []
+            end;
+        {error, _} ->
+            []
+    end.
+
+kernel_frames(Dir) ->
+    case file:read_file([Dir, "stack"]) of
+        {ok, Stack} ->
+            %% Past the scheduler's own frames, to what it waits for.
+            Frames = [F || L <- string:split(Stack, "\n", all), L =/= <<>>,
+                           F <- [hd(string:split(lists:last(string:split(L, " ")), "+"))],
+                           string:find(F, "schedule") =:= nomatch],
+            lists:join("<", [binary_to_list(F) || F <- lists:sublist(Frames, 5)]);
+        {error, _} ->
+            "?"
+    end.
 
 %% Names for the processes that serve dets tables and disk logs (Mnesia's
 %% own, the growth path's list of moved records). A dets server's pid is

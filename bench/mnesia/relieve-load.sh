@@ -6,7 +6,9 @@
 # them on fragment 1's keys) and a reader reads 500 random keys a second;
 # a batched copy of the same records (transactions of 500, into a scratch
 # table of the same storage) runs first on the same table, under the same
-# load, as the reference. Each case (storage type x value size) in a fresh
+# load, as the reference, then the same load with no operation for as long
+# as the copy took ("idle": what the writers meet from the table alone).
+# Each case (storage type x value size) in a fresh
 # VM and a fresh Mnesia directory under TMPDIR (default /tmp), removed
 # afterwards. Prints a Markdown table (and a JSON object per operation
 # with --json), with the load averages before each case. The figures'
@@ -26,6 +28,7 @@
 # Environment: scripts/build-nif.sh's variables; FRAGHASH_BENCH_LIB, a copy
 # of _build/bench/lib/fraghash (ebin, bench/mnesia, priv) to run instead of
 # compiling this tree (to measure one commit while the tree changes);
+# FRAGHASH_BENCH_NO_IDLE=1 skips the idle span;
 # FRAGHASH_BENCH_NO_LISTING=1 skips timing the listing of fragment 1's keys
 # (two full reads of it, minutes at 2 GB); FRAGHASH_BENCH_STALLS=MS prints,
 # for each write of MS ms or more during an operation, where the writer
