@@ -87,6 +87,7 @@ run(Dir, Kind, Storage, ValueBytes, MB, Format) ->
     ok = fraghash_journal:ensure(),
     [{atomic, ok} = fraghash_redb_copies:register() || Storage =:= redb_copies],
     {Hot, Cold} = create_and_load(Kind, Storage, ValueBytes, MB),
+    Cache = fraghash_bench_cache:start(Dir),
     persistent_term:put({?MODULE, keys}, {list_to_tuple(Hot), list_to_tuple(Cold)}),
     Value = binary:copy(<<"v">>, ValueBytes),
     %% The records the operation reads: fragment 1's (relieve), all (rehash).
@@ -106,6 +107,7 @@ run(Dir, Kind, Storage, ValueBytes, MB, Format) ->
     Relieve = measure(Case, Kind, Value, Dir),
     [print(Format, R#{relieve_over_copy => maps:get(wall_s, R) / max(CopyS, 1.0e-6)})
      || R <- [Copy | Idle] ++ [Relieve]],
+    ok = fraghash_bench_cache:stop(Cache),
     stopped = mnesia:stop(),
     ok.
 

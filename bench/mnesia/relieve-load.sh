@@ -28,7 +28,8 @@
 # Environment: scripts/build-nif.sh's variables; FRAGHASH_BENCH_LIB, a copy
 # of _build/bench/lib/fraghash (ebin, bench/mnesia, priv) to run instead of
 # compiling this tree (to measure one commit while the tree changes);
-# FRAGHASH_BENCH_NO_IDLE=1 skips the idle span;
+# FRAGHASH_BENCH_NO_IDLE=1 skips the idle span; FRAGHASH_BENCH_KEEP_CACHED=1
+# keeps the table files in the page cache (fraghash_bench_cache);
 # FRAGHASH_BENCH_NO_LISTING=1 skips timing the listing of fragment 1's keys
 # (two full reads of it, minutes at 2 GB); FRAGHASH_BENCH_STALLS=MS prints,
 # for each write of MS ms or more during an operation, where the writer
