@@ -1,15 +1,17 @@
 %% @doc Keeps a benchmark's table files in the page cache: a process that
 %% reads every `.DAT' file of Mnesia's directory from start to end, again
-%% and again, pausing `PauseMs' between passes. For a machine that evicts
-%% page cache nobody has touched for a while (the benchmarks' VM runs
-%% DAMON's `pageout' on file pages idle for 60 s, up to 128 MB/s), so
-%% that a measurement can tell what the disc costs from what the
-%% operation costs. Off unless `FRAGHASH_BENCH_KEEP_CACHED=1'.
+%% and again, 2 s apart. For a machine that evicts page cache nobody uses
+%% much (the benchmarks' VM runs DAMON's `pageout' on file pages seen
+%% accessed in at most 1 of its 10 samples per 5 s, for 60 s, up to
+%% 128 MB/s; a pass every 15 s was not enough), so that a measurement can
+%% tell what the disc costs from what the operation costs. A pass of 1 GB
+%% from the cache takes about 0.16 s of one core. Off unless
+%% `FRAGHASH_BENCH_KEEP_CACHED=1'.
 -module(fraghash_bench_cache).
 
 -export([start/1, stop/1]).
 
--define(PAUSE_MS, 15000).
+-define(PAUSE_MS, 2000).
 -define(BLOCK, 1048576).
 
 %% @doc Starts keeping the files of Mnesia directory `Dir' cached when
@@ -23,7 +25,7 @@ start(Dir) ->
             Pid = spawn_link(fun() -> toucher(Dir, Parent) end),
             receive {cache_warm, Pid, Bytes, Ms} ->
                     io:format("<!-- page cache kept: ~b MB of table files read in ~b ms, "
-                              "again every ~b s -->~n", [Bytes div ?BLOCK, Ms, ?PAUSE_MS div 1000])
+                              "again every ~b ms -->~n", [Bytes div ?BLOCK, Ms, ?PAUSE_MS])
             end,
             Pid;
         _ ->
