@@ -230,7 +230,7 @@ measure(Case, Op, Value, Dir) ->
     Peak = status_kb("VmHWM"),
     ok = fraghash_bench_stalls:stop(Stalls, T0),
     LogMax = stop_log_watch(Log),
-    {Writes, Reads} = stop_load(Load),
+    {Writes, Reads} = fraghash_bench_growth:stop_load(Load),
     Steps = fraghash_bench_growth:collect_steps(),
     print_steps(Op, Steps, T0),
     fraghash_bench_growth:print_step_rates(Steps, Writes, T0, T1),
@@ -267,7 +267,7 @@ listing(Value) ->
               false ->
                   "none in this code"
           end,
-    _ = stop_load(Load),
+    _ = fraghash_bench_growth:stop_load(Load),
     io:format("<!-- ~s, ~b-byte values: listing fragment 1's ~b keys under the load: "
               "dirty_all_keys ~.2f s, fraghash_tab:select/3 ~s -->~n",
               [storage_name(mnesia:table_info(?TAB, storage_type)), byte_size(Value),
@@ -523,10 +523,6 @@ pace(Next, Period, Now) ->
         false -> ok
     end,
     Next2.
-
-%% The writers and the reader stop as the growth benchmark's do.
-stop_load(Load) ->
-    fraghash_bench_growth:stop_load(Load).
 
 %%% The figures
 

@@ -8,9 +8,8 @@
 # table of the same storage) runs first on the same table, under the same
 # load, as the reference, then the same load with no operation for as long
 # as the copy took ("idle": what the writers meet from the table alone).
-# Each case (storage type x value size) in a fresh
-# VM and a fresh Mnesia directory under TMPDIR (default /tmp), removed
-# afterwards. Prints a Markdown table (and a JSON object per operation
+# Each case (storage type x value size) in a fresh VM and a fresh Mnesia
+# directory under TMPDIR (default /tmp), removed afterwards. Prints a Markdown table (and a JSON object per operation
 # with --json), with the load averages before each case. The figures'
 # meanings: bench/mnesia/fraghash_bench_relieve.erl.
 #
