@@ -5,7 +5,9 @@
 %% accessed in at most 1 of its 10 samples per 5 s, for 60 s, up to
 %% 128 MB/s; a pass every 15 s was not enough), so that a measurement can
 %% tell what the disc costs from what the operation costs. A pass of 1 GB
-%% from the cache takes about 0.16 s of one core. Off unless
+%% from the cache takes about 0.16 s of one core. It held 1 GB there; at
+%% 2 GB pages still went, and its own reads then waited on the disc beside
+%% the table's (its binaries also count in the peak RSS). Off unless
 %% `FRAGHASH_BENCH_KEEP_CACHED=1'.
 -module(fraghash_bench_cache).
 
