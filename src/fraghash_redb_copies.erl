@@ -310,8 +310,13 @@ info(_Alias, _Tab, _Item) ->
 %% The database and its log (fraghash_redb_db).
 real_suffixes() -> [".redb", ".redb.log", ".redb.log2"].
 
-%% @private
-tmp_suffixes() -> [].
+%% @private None. Mnesia asks for them once while it starts, after it has
+%% replayed its log and before it merges the node's schema with the
+%% running nodes': the one moment to align the schema where Mnesia could
+%% not merge it ({@link fraghash_redb_align}).
+tmp_suffixes() ->
+    fraghash_redb_align:align(),
+    [].
 
 %%% Loading a table from another node
 

@@ -155,15 +155,17 @@ wait_down(Node) ->
 %% @doc Returns `ok' once Mnesia on `Node' has stopped, tried `Tries'
 %% times 100 ms apart. A start that failed, or a stop Mnesia made itself,
 %% says `is_running' is `no' while its event manager may still be
-%% registered; a start before that is gone fails with `already_started'.
+%% registered, and its transaction manager for seconds more; a start
+%% before those are gone fails.
 wait_mnesia_stopped(Node, Tries) ->
     Apps = rpc:call(Node, application, which_applications, []),
     State = {rpc:call(Node, mnesia, system_info, [is_running]),
              rpc:call(Node, erlang, whereis, [mnesia_event]),
              rpc:call(Node, erlang, whereis, [mnesia_sup]),
+             rpc:call(Node, erlang, whereis, [mnesia_tm]),
              not is_list(Apps) orelse lists:keymember(mnesia, 1, Apps)},
     case State of
-        {no, undefined, undefined, false} -> ok;
+        {no, undefined, undefined, undefined, false} -> ok;
         _ when Tries > 0 -> timer:sleep(100), wait_mnesia_stopped(Node, Tries - 1);
         _ -> {still_running, State}
     end.
