@@ -30,9 +30,9 @@
 %% the new copies: the old ones hold every record) and finishes one in
 %% `dropping'. A deleted copy that a restart's schema merge brings back,
 %% listed on a node that never loads it, is deleted again without waiting
-%% for it (`fraghash_grow_schema:drop_unloaded_copy/2'); a `redb_copies'
-%% move waits for every node of the schema to run Mnesia, since Mnesia
-%% cannot merge a change of external copies that a node missed. The
+%% for it (`fraghash_grow_schema:drop_unloaded_copy/2'); a node that
+%% missed a `redb_copies' move takes the running nodes' definition at its
+%% start (fraghash_redb_align), as Mnesia cannot merge it. The
 %% argument is in docs/mnesia-disc-safety.md, Moving replicas.
 -module(fraghash_move).
 
@@ -130,8 +130,9 @@ replicas(Tab, Frag, From, To) ->
 %% the copy the move deleted back into every node's schema (Mnesia 4.21.3
 %% merges two schemas by joining the holders each lists), listed on a node
 %% that never loads it; for a copy of an external backend (`redb_copies')
-%% it cannot start at all (`mnesia_schema:change_storage_type/3' has no
-%% case for such a difference). Else journaled and run.
+%% Mnesia cannot merge the two at all (`change_storage_type/3' has no case
+%% for it), and the node takes the running nodes' definition instead
+%% (fraghash_redb_align). Else journaled and run.
 run_move(_Tab, []) ->
     {atomic, ok};
 run_move(Tab, [#{from := From, to := To} | _] = Replicas) ->

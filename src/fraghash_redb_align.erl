@@ -37,7 +37,7 @@
 %% log replay does; it does nothing while Mnesia runs.
 -module(fraghash_redb_align).
 
--export([align/0, conflicts/2]).
+-export([align/0, taken/0, conflicts/2]).
 
 %% How long a running node has to answer, per call.
 -define(ASK_MS, 10000).
@@ -51,13 +51,20 @@
 align() ->
     case mnesia_lib:is_running() =:= starting andalso whereis(mnesia_tm) =:= self() of
         true ->
-            case remote_cstructs(mnesia_lib:all_nodes() -- [node()]) of
-                {Peer, Remote} -> lists:foreach(fun(Cs) -> take(Peer, Cs) end, Remote);
-                none -> ok
-            end;
+            Taken = case remote_cstructs(mnesia_lib:all_nodes() -- [node()]) of
+                        {Peer, Remote} -> [T || Cs <- Remote, T <- take(Peer, Cs)];
+                        none -> []
+                    end,
+            persistent_term:put({?MODULE, taken}, Taken);
         false ->
             ok
     end.
+
+%% @doc The tables whose definition this node took from the running nodes
+%% at its last start of Mnesia (`[]' before any).
+-spec taken() -> [atom()].
+taken() ->
+    persistent_term:get({?MODULE, taken}, []).
 
 %% The table definitions of the first node asked that runs Mnesia.
 remote_cstructs([]) ->
@@ -87,7 +94,8 @@ take(Peer, Remote) ->
                                    "takes the definition of ~0p (Mnesia could not merge it)",
                                    [Tab, Nodes, holders(Nodes, Local),
                                     holders(Nodes, Remote), Peer]),
-                    adopt(Tab, Remote);
+                    adopt(Tab, Remote),
+                    [Tab];
                 [_ | _] = Nodes ->
                     logger:error("fraghash: the schema of ~0tp on this node lists the "
                                  "redb_copies copies of ~0p as ~0tp, the running nodes "
@@ -97,12 +105,13 @@ take(Peer, Remote) ->
                                  "running nodes, start it here first, then on them (they "
                                  "take this node's definition)",
                                  [Tab, Nodes, holders(Nodes, Local), Peer,
-                                  holders(Nodes, Remote)]);
+                                  holders(Nodes, Remote)]),
+                    [];
                 _ ->
-                    ok
+                    []
             end;
         _ ->
-            ok
+            []
     end.
 
 %% @doc The nodes for which two definitions of a table give different

@@ -54,6 +54,7 @@ missed_changes() ->
                     ?assertEqual(records(1, 200), read_all(C, al_type))
             end,
     ?assertEqual(ok, rpc:call(C, mnesia, start, [])),
+    ?assertEqual(Tabs, lists:sort(rpc:call(C, fraghash_redb_align, taken, []))),
     Check(),
     %% C's own schema on disc is the one it had: it is aligned again.
     fraghash_test_support:kill_nodes([C]),
@@ -95,6 +96,8 @@ stale_first() ->
     stopped = rpc:call(C, mnesia, stop, []),
     ?assertEqual(ok, rpc:call(A, mnesia, start, [])),
     ?assertEqual(ok, rpc:call(C, mnesia, start, [])),
+    ?assertEqual({[], [al_stale]}, {rpc:call(A, fraghash_redb_align, taken, []),
+                                    rpc:call(C, fraghash_redb_align, taken, [])}),
     [begin
          ?assertEqual(ok, rpc:call(N, mnesia, wait_for_tables, [[al_stale], 30000])),
          ?assertEqual([{A, redb_copies}], holders(N, al_stale)),

@@ -125,9 +125,10 @@ torture(NNodes) ->
     fraghash_torture2_report:report(Kills, Checks ++ LastChecks, Secs,
                                     fraghash_torture2_partition:excluded(Dir)),
     io:format(user, "starts that found a fragment table beyond its table's count (not "
-              "waited for; recover/0 dropped it): ~b~nnodes rejoined afresh (their schema "
-              "not mergeable after a redb_copies move): ~b~n",
-              [length(get_list(beyond_count)), length(get_list(rejoins))]),
+              "waited for; recover/0 dropped it): ~b~nstarts that took the running nodes' "
+              "definition of a table (a redb_copies change missed): ~b~nnodes rejoined "
+              "afresh (their schema not mergeable after a redb_copies move): ~b~n",
+              [length(get_list(L)) || L <- [beyond_count, aligned, rejoins]]),
     ok = fraghash_test_support:kill_nodes(nodes_of(Cl)),
     All = Checks ++ LastChecks,
     ?assertEqual([], [F || {_, _, R} = F <- Final, R =/= {atomic, ok}]),
@@ -610,6 +611,9 @@ restart(Ctx = #{dir := Dir, names := Names}, Cl, Victims, Masters) ->
     Cl3 = lists:foldl(fun({_, ok}, Acc) -> Acc;
                          ({V, Failed}, Acc) -> rejoin(Ctx, Acc, V, Failed)
                       end, Cl2, lists:zip(Order, Started)),
+    put(aligned, [V || {V, ok} <- lists:zip(Order, Started),
+                       rpc:call(node_of(Cl3, V), fraghash_redb_align, taken, []) =/= []]
+        ++ get_list(aligned)),
     [ok = rpc:call(node_of(Cl3, V), ?NODE, set_hook, [Dir]) || V <- Order],
     ok = wait_tables(Cl3),
     [ok = rpc:call(node_of(Cl3, V), mnesia, set_master_nodes, [[]]) || Masters =/= [],
@@ -617,9 +621,9 @@ restart(Ctx = #{dir := Dir, names := Names}, Cl, Victims, Masters) ->
     Cl3.
 
 %% A victim whose Mnesia did not start: on three nodes, when Mnesia could
-%% not merge its schema (a `redb_copies' move the kill cut short, see
-%% fraghash_test_rejoin), it rejoins afresh through a node running Mnesia,
-%% counted; any other failure fails the run.
+%% not merge its schema (a `redb_copies' move it missed, where its own
+%% definition was the newer: fraghash_redb_align), it rejoins afresh
+%% through a node running Mnesia, counted; any other failure fails the run.
 rejoin(#{names := Names}, Cl, V, Failed) ->
     Node = node_of(Cl, V),
     Merge = ?NODE:nodes_count() =:= 3 andalso fraghash_test_rejoin:merge_failed(Node),
