@@ -17,7 +17,10 @@
 replay_test_() ->
     [{timeout, ?T, {"a copy deleted and added again, written, then kill -9: Mnesia starts, "
                     "the copy (the only one) holds its records", fun() -> readded(only) end}},
-     {timeout, ?T, {"the same with a second copy on another node", fun() -> readded(two) end}}].
+     {timeout, ?T, {"the same with a second copy on another node", fun() -> readded(two) end}},
+     {timeout, ?T, {"a copy written, then deleted, then kill -9: Mnesia starts, the copy "
+                    "listed nowhere on the node, its records read from the other",
+                    fun deleted/0}}].
 
 %% Table `rp' of `redb_copies' on A and C; C's log dumped only at schema
 %% changes (a high threshold otherwise); C's copy deleted and added again,
@@ -61,6 +64,35 @@ readded(Case) ->
     ?assertEqual({c, []}, {c, missing(Want, Local(C))}),
     ?assertEqual(Want, Local(C)),
     Case =:= two andalso ?assertEqual(Want, Local(A)),
+    fraghash_test_support:kill_nodes([A, C]).
+
+%% Table `rd' of `redb_copies' on A and C, C's log dumped only at schema
+%% changes; records written from A; C's copy deleted (its rows go at once;
+%% Mnesia dumps C's log at that change, so no write to `rd' is left to
+%% replay); C killed and restarted.
+deleted() ->
+    Id = "deleted_" ++ os:getpid(),
+    Dir = filename:join(fraghash_test_support:scratch(), "replay_" ++ Id),
+    Names = [{L, list_to_atom(lists:concat(["fhrp", L, "_", Id]))} || L <- [a, c]],
+    Args = ["-mnesia", "dump_log_write_threshold", "1000000",
+            "-mnesia", "dump_log_time_threshold", "3600000"],
+    [A, C] = [element(2, fraghash_test_support:start_peer(N, filename:join(Dir, L), Args))
+              || {L, N} <- Names],
+    ok = rpc:call(A, mnesia, create_schema, [[A, C]]),
+    [ok = rpc:call(N, mnesia, start, []) || N <- [A, C]],
+    {atomic, ok} = rpc:call(A, fraghash_redb_copies, register, []),
+    {atomic, ok} = rpc:call(A, mnesia, create_table, [rd, [{redb_copies, [A, C]}]]),
+    {atomic, ok} = rpc:call(A, mnesia, sync_transaction,
+                            [fun() -> [mnesia:write({rd, K, K}) || K <- lists:seq(1, 100)], ok end]),
+    {atomic, ok} = rpc:call(A, mnesia, del_table_copy, [rd, C]),
+    ok = rpc:call(C, fraghash_redb_copies, sync, []),
+    fraghash_test_support:kill_nodes([C]),
+    {_, C} = fraghash_test_rejoin:restart_peer(proplists:get_value(c, Names),
+                                               filename:join(Dir, "c"), Args),
+    ?assertEqual(ok, rpc:call(C, mnesia, start, [])),
+    ?assertEqual([A], rpc:call(C, mnesia, table_info, [rd, redb_copies])),
+    ?assertEqual({atomic, [{rd, 7, 7}]},
+                 rpc:call(C, mnesia, transaction, [fun() -> mnesia:read(rd, 7) end])),
     fraghash_test_support:kill_nodes([A, C]).
 
 %% The keys of `Want' missing from `Got', as ranges `{First, Last}'.

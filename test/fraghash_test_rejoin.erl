@@ -1,11 +1,12 @@
 %% @doc Restarting a peer killed in a test, and the remedy for a node that
-%% cannot start again after a `redb_copies' move: Mnesia 4.21.3 cannot
-%% merge a starting node's schema with the running nodes' when one side
-%% lists a copy of an external backend that the other does not, and stops
-%% with `Failed to merge schema' (docs/mnesia-cluster.md). Such a node
+%% cannot start again: Mnesia 4.21.3 cannot merge a starting node's schema
+%% with the running nodes' when one side lists a copy of an external
+%% backend that the other does not (`Failed to merge schema'). The node
+%% takes the running nodes' definition where theirs is the newer
+%% (fraghash_redb_align); where its own is, it stops so. Such a node
 %% rejoins afresh: taken out of the schema from a running node, its
 %% directory emptied, joined again, given a copy of each table it held.
-%% Used by fraghash_move_tests and the multi-node tortures.
+%% Used by the multi-node tortures and fraghash_redb_align_tests.
 -module(fraghash_test_rejoin).
 
 -include_lib("eunit/include/eunit.hrl").
