@@ -257,17 +257,14 @@ controller(Dir, Nodes) ->
                        _ -> add
                    end,
             %% On three nodes, one operation in two moves a fragment's
-            %% copy to a node not holding it (each fragment is on two):
-            %% on `disc_copies' tables, and on `redb_copies' ones too with
-            %% FRAGHASH_TORTURE3_REDB_MOVES=1. A node killed in a
-            %% `redb_copies' move may not merge its schema at restart
-            %% (Mnesia 4.21.3): the restart then rejoins it afresh
-            %% (fraghash_test_rejoin). Off by default: such runs have left
-            %% a fragment with the wrong copies after a kill of the source
-            %% in the move's drop and another in its recovery.
+            %% copy to a node not holding it (each fragment is on two),
+            %% of every table; of the `disc_copies' one only with
+            %% FRAGHASH_TORTURE3_REDB_MOVES=0. A node killed in a
+            %% `redb_copies' move takes the running nodes' definition at
+            %% restart (fraghash_redb_align).
             Move = length(Nodes) >= 3 andalso rand:uniform(2) =:= 1
                 andalso (element(4, lists:keyfind(Tab, 1, cases())) =:= disc_copies
-                         orelse os:getenv("FRAGHASH_TORTURE3_REDB_MOVES") =:= "1"),
+                         orelse os:getenv("FRAGHASH_TORTURE3_REDB_MOVES") =/= "0"),
             Op = if
                      Move -> move;
                      N =< ?MIN_FRAGS -> Grow;
