@@ -1,8 +1,9 @@
 %% @doc What the torture of two or three nodes (`fraghash_torture2_tests')
-%% prints at its end, and how it tells where the nodes disagree.
+%% prints at its end, how it tells where the nodes disagree, and where in
+%% an operation each kill landed.
 -module(fraghash_torture2_report).
 
--export([report/4, differences/1]).
+-export([report/4, differences/1, classify/2, last_step/1]).
 
 -define(NODE, fraghash_torture2_node).
 
@@ -93,3 +94,36 @@ differences(Per) ->
                                  lists:any(fun(Other) -> not lists:member(P, Other) end, All)]
               end,
     #{table => Differs(2), control => Differs(3)}.
+
+%%% Where a kill landed
+
+%% @doc From the marks before the kill: `{step, Tab, Op, Step}' inside an
+%% operation (`enter' before its first step), `{leave, Tab, Op}' right
+%% after one returned (when aimed there), `outside' otherwise.
+classify(Lines, Aim) ->
+    State = lists:foldl(
+              fun(L, S) ->
+                      case string:lexemes(L, " ") of
+                          ["enter", T, Op | _] -> {step, T, Op, "enter"};
+                          ["step", _Node, T, Step] when element(1, S) =:= step,
+                                                        element(2, S) =:= T ->
+                              setelement(4, S, Step);
+                          ["leave", T, Op] -> {leave, T, Op};
+                          ["failed", T, Op | _] -> {failed, T, Op};
+                          _ -> S
+                      end
+              end, outside, Lines),
+    case {State, Aim} of
+        {{step, _, _, _}, _} -> State;
+        {{leave, _, _}, leave} -> State;
+        _ -> outside
+    end.
+
+%% @doc The last step a recovery marked before the kill (`none').
+last_step(Lines) ->
+    lists:foldl(fun(L, S) ->
+                        case string:lexemes(L, " ") of
+                            ["step", _Node, T, Step] -> {T, Step};
+                            _ -> S
+                        end
+                end, none, Lines).

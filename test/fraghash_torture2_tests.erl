@@ -165,7 +165,7 @@ run(Ctx = #{dir := Dir}, Run, Cl) ->
      || K <- keys(Cl)],
     Aim = aim(Marks, From),
     Lines = mark_lines(Marks, From),
-    Where = classify(Lines, Aim),
+    Where = fraghash_torture2_report:classify(Lines, Aim),
     {Fault, Cl2, Together} =
         case partition() of
             false ->
@@ -305,8 +305,9 @@ recover_all(Ctx = #{dir := Dir}, Run, Cl, Together) ->
                         {P, ClP, true}
                 end,
             {Cl3, More} = recover_all(Ctx, Run, Cl2, Together2),
+            Last = fraghash_torture2_report:last_step(Lines),
             {Cl3, [Fault#{run => Run, controller => none,
-                          where => {recovery, Pending =/= [], last_step(Lines)}} | More]};
+                          where => {recovery, Pending =/= [], Last}} | More]};
         false ->
             Ns = shuffle(nodes_of(Cl)),
             Results = case Together andalso at_once() of
@@ -467,39 +468,6 @@ faulty(#{ours := O, duplicates := D, misplaced := M, orphans := Or, journal_left
         orelse (maps:get(partition, C, false) andalso control_lost(C) > 0).
 
 control_lost(#{control_lost := C}) -> C.
-
-%%% Where a kill landed
-
-%% From the marks before the kill: `{step, Tab, Op, Step}' inside an
-%% operation (`enter' before its first step), `{leave, Tab, Op}' right
-%% after one returned (when aimed there), `outside' otherwise.
-classify(Lines, Aim) ->
-    State = lists:foldl(
-              fun(L, S) ->
-                      case string:lexemes(L, " ") of
-                          ["enter", T, Op | _] -> {step, T, Op, "enter"};
-                          ["step", _Node, T, Step] when element(1, S) =:= step,
-                                                        element(2, S) =:= T ->
-                              setelement(4, S, Step);
-                          ["leave", T, Op] -> {leave, T, Op};
-                          ["failed", T, Op | _] -> {failed, T, Op};
-                          _ -> S
-                      end
-              end, outside, Lines),
-    case {State, Aim} of
-        {{step, _, _, _}, _} -> State;
-        {{leave, _, _}, leave} -> State;
-        _ -> outside
-    end.
-
-%% The last step a recovery marked before the kill (`none').
-last_step(Lines) ->
-    lists:foldl(fun(L, S) ->
-                        case string:lexemes(L, " ") of
-                            ["step", _Node, T, Step] -> {T, Step};
-                            _ -> S
-                        end
-                end, none, Lines).
 
 %%% Nodes
 

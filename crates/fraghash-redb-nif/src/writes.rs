@@ -1,7 +1,7 @@
 //! Writes: batches of ops, the flushes and syncs that make them durable,
 //! and the writes a committing process makes itself
-//! ([`write_logged`]), held off while the node's writer process reads
-//! and writes as one ([`hold_direct_writes`]).
+//! (`write_logged`), held off while the node's writer process reads
+//! and writes as one (`hold_direct_writes`).
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -87,7 +87,7 @@ fn write<'a>(
 /// writer process must hear of it (it arms the flush that makes the batch
 /// durable within its sync interval, or flushes a full memtable); `busy`,
 /// nothing written, while the writer process holds such writes off
-/// ([`hold_direct_writes`]); `dirty`, nothing written, where the batch
+/// (`hold_direct_writes`); `dirty`, nothing written, where the batch
 /// would wait (for the writer lock, a flush, a disc) or is large (more
 /// than [`NOW_OPS`] ops or [`NOW_BYTES`] bytes), and for [`WRITE_SPELL`]
 /// after a batch here took longer than [`SLOW_WRITE`]: the caller then
@@ -117,7 +117,7 @@ fn write_logged<'a>(
     Ok(answer)
 }
 
-/// As [`write_logged`], on a dirty I/O scheduler, waiting where that one
+/// As `write_logged`, on a dirty I/O scheduler, waiting where that one
 /// answers `dirty` (`Db::write_logged`).
 #[rustler::nif(schedule = "DirtyIo")]
 fn write_logged_dirty<'a>(
@@ -132,7 +132,7 @@ fn write_logged_dirty<'a>(
 }
 
 /// Runs a caller's own write unless the writer process holds them off:
-/// its answer as [`write_logged`] gives it.
+/// its answer as `write_logged` gives it.
 fn direct<'a>(
     env: Env<'a>,
     db: &DbResource,
@@ -156,7 +156,7 @@ fn direct<'a>(
     answer
 }
 
-/// With `true`, holds off [`write_logged`] (it answers `busy`) and
+/// With `true`, holds off `write_logged` (it answers `busy`) and
 /// returns once none is under way; with `false`, lets it go on. The
 /// writer process holds them off while it reads a record and writes it
 /// back changed (a counter), so that no other write falls in between.

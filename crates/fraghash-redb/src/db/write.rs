@@ -332,8 +332,8 @@ impl Db {
     /// error of either (dropping a `Db` closes it without the sync: its log
     /// is replayed at the next open), giving back the room its log kept
     /// for writes ([`OpenOptions::log_reserve_bytes`](super::OpenOptions)). A file of at most
-    /// [`COMPACT_AT_CLOSE_MAX`] whose free and fragmented room is a quarter
-    /// of it or more is compacted first (see [`compact_if_worth`]).
+    /// `COMPACT_AT_CLOSE_MAX` whose free and fragmented room is a quarter
+    /// of it or more is compacted first (see `compact_if_worth`).
     pub fn close(self) -> Result<(), DbError> {
         let synced = self.sync();
         if synced.is_ok() {
