@@ -28,17 +28,7 @@ replay_test_() ->
 %% `sync_transaction' (applied on C when it returns); C killed and
 %% restarted.
 readded(Case) ->
-    Id = atom_to_list(Case) ++ "_" ++ os:getpid(),
-    Dir = filename:join(fraghash_test_support:scratch(), "replay_" ++ Id),
-    Names = [{L, list_to_atom(lists:concat(["fhrp", L, "_", Id]))} || L <- [a, c]],
-    Args = ["-mnesia", "dump_log_write_threshold", "1000000",
-            "-mnesia", "dump_log_time_threshold", "3600000"],
-    [A, C] = [element(2, fraghash_test_support:start_peer(N, filename:join(Dir, L), Args))
-              || {L, N} <- Names],
-    ok = rpc:call(A, mnesia, create_schema, [[A, C]]),
-    [ok = rpc:call(N, mnesia, start, []) || N <- [A, C]],
-    {atomic, ok} = rpc:call(A, fraghash_redb_copies, register, []),
-    {atomic, ok} = rpc:call(A, mnesia, create_table, [rp, [{redb_copies, [A, C]}]]),
+    #{a := A, c := C, restart_c := RestartC} = pair(atom_to_list(Case), rp),
     W = fun(From, To) ->
                 {atomic, ok} = rpc:call(A, mnesia, sync_transaction,
                                         [fun() -> [mnesia:write({rp, K, K}) || K <- lists:seq(From, To)],
@@ -52,10 +42,7 @@ readded(Case) ->
     Case =:= only andalso ({atomic, ok} = rpc:call(A, mnesia, del_table_copy, [rp, A])),
     W(201, 300),
     ok = rpc:call(C, fraghash_redb_copies, sync, []),
-    fraghash_test_support:kill_nodes([C]),
-    {_, C} = fraghash_test_rejoin:restart_peer(proplists:get_value(c, Names),
-                                               filename:join(Dir, "c"), Args),
-    ?assertEqual(ok, rpc:call(C, mnesia, start, [])),
+    RestartC(),
     ?assertEqual(ok, rpc:call(C, mnesia, wait_for_tables, [[rp], 30000])),
     Want = [{rp, K, K} || K <- lists:seq(1, 300)],
     Local = fun(N) -> lists:sort(rpc:call(N, fraghash_redb_copies, select,
@@ -71,7 +58,23 @@ readded(Case) ->
 %% Mnesia dumps C's log at that change, so no write to `rd' is left to
 %% replay); C killed and restarted.
 deleted() ->
-    Id = "deleted_" ++ os:getpid(),
+    #{a := A, c := C, restart_c := RestartC} = pair("deleted", rd),
+    {atomic, ok} = rpc:call(A, mnesia, sync_transaction,
+                            [fun() -> [mnesia:write({rd, K, K}) || K <- lists:seq(1, 100)], ok end]),
+    {atomic, ok} = rpc:call(A, mnesia, del_table_copy, [rd, C]),
+    ok = rpc:call(C, fraghash_redb_copies, sync, []),
+    RestartC(),
+    ?assertEqual([A], rpc:call(C, mnesia, table_info, [rd, redb_copies])),
+    ?assertEqual({atomic, [{rd, 7, 7}]},
+                 rpc:call(C, mnesia, transaction, [fun() -> mnesia:read(rd, 7) end])),
+    fraghash_test_support:kill_nodes([A, C]).
+
+%% Nodes A and C, their logs dumped only at schema changes (a high
+%% threshold otherwise), the backend registered, table `Tab' of
+%% `redb_copies' on both; `restart_c' kills C with kill -9, starts it
+%% again and asserts that Mnesia starts.
+pair(Case, Tab) ->
+    Id = Case ++ "_" ++ os:getpid(),
     Dir = filename:join(fraghash_test_support:scratch(), "replay_" ++ Id),
     Names = [{L, list_to_atom(lists:concat(["fhrp", L, "_", Id]))} || L <- [a, c]],
     Args = ["-mnesia", "dump_log_write_threshold", "1000000",
@@ -81,19 +84,14 @@ deleted() ->
     ok = rpc:call(A, mnesia, create_schema, [[A, C]]),
     [ok = rpc:call(N, mnesia, start, []) || N <- [A, C]],
     {atomic, ok} = rpc:call(A, fraghash_redb_copies, register, []),
-    {atomic, ok} = rpc:call(A, mnesia, create_table, [rd, [{redb_copies, [A, C]}]]),
-    {atomic, ok} = rpc:call(A, mnesia, sync_transaction,
-                            [fun() -> [mnesia:write({rd, K, K}) || K <- lists:seq(1, 100)], ok end]),
-    {atomic, ok} = rpc:call(A, mnesia, del_table_copy, [rd, C]),
-    ok = rpc:call(C, fraghash_redb_copies, sync, []),
-    fraghash_test_support:kill_nodes([C]),
-    {_, C} = fraghash_test_rejoin:restart_peer(proplists:get_value(c, Names),
-                                               filename:join(Dir, "c"), Args),
-    ?assertEqual(ok, rpc:call(C, mnesia, start, [])),
-    ?assertEqual([A], rpc:call(C, mnesia, table_info, [rd, redb_copies])),
-    ?assertEqual({atomic, [{rd, 7, 7}]},
-                 rpc:call(C, mnesia, transaction, [fun() -> mnesia:read(rd, 7) end])),
-    fraghash_test_support:kill_nodes([A, C]).
+    {atomic, ok} = rpc:call(A, mnesia, create_table, [Tab, [{redb_copies, [A, C]}]]),
+    RestartC = fun() ->
+                       fraghash_test_support:kill_nodes([C]),
+                       {_, C} = fraghash_test_rejoin:restart_peer(proplists:get_value(c, Names),
+                                                                  filename:join(Dir, "c"), Args),
+                       ?assertEqual(ok, rpc:call(C, mnesia, start, []))
+               end,
+    #{a => A, c => C, restart_c => RestartC}.
 
 %% The keys of `Want' missing from `Got', as ranges `{First, Last}'.
 missing(Want, Got) ->
