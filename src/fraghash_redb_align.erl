@@ -83,36 +83,39 @@ remote_cstructs([N | Ns]) ->
 take(Peer, Remote) ->
     Tab = field(name, Remote),
     case local_cstruct(Tab) of
-        {ok, Local} when Tab =/= schema ->
-            Newer = field(version, Remote) > field(version, Local),
-            case field(cookie, Local) =:= field(cookie, Remote)
-                andalso conflicts(Local, Remote) of
-                [_ | _] = Nodes when Newer ->
-                    logger:warning("fraghash: the schema of ~0tp on this node lists the "
-                                   "redb_copies copies of ~0p as ~0tp, the running nodes as "
-                                   "~0tp: this node missed their change (it was down), and "
-                                   "takes the definition of ~0p (Mnesia could not merge it)",
-                                   [Tab, Nodes, holders(Nodes, Local),
-                                    holders(Nodes, Remote), Peer]),
-                    adopt(Tab, Remote),
-                    [Tab];
-                [_ | _] = Nodes ->
-                    logger:error("fraghash: the schema of ~0tp on this node lists the "
-                                 "redb_copies copies of ~0p as ~0tp, the running nodes "
-                                 "(~0p) as ~0tp, and this node's definition is the newer: "
-                                 "they missed a change this node made. Mnesia cannot merge "
-                                 "the two and will not start here. Stop Mnesia on the "
-                                 "running nodes, start it here first, then on them (they "
-                                 "take this node's definition)",
-                                 [Tab, Nodes, holders(Nodes, Local), Peer,
-                                  holders(Nodes, Remote)]),
-                    [];
-                _ ->
-                    []
+        {ok, Local} when Tab =/= schema -> take(Peer, Tab, Local, Remote);
+        _ -> []
+    end.
+
+%% Only a table whose holders differ in a `redb_copies' copy is looked at
+%% further (most tables, at most starts, have none).
+take(Peer, Tab, Local, Remote) ->
+    case conflicts(Local, Remote) of
+        [_ | _] = Nodes ->
+            case field(cookie, Local) =:= field(cookie, Remote) of
+                true -> take(Peer, Tab, Local, Remote, Nodes,
+                             field(version, Remote) > field(version, Local));
+                false -> []
             end;
-        _ ->
+        [] ->
             []
     end.
+
+take(Peer, Tab, Local, Remote, Nodes, true) ->
+    logger:warning("fraghash: the schema of ~0tp on this node lists the redb_copies copies "
+                   "of ~0p as ~0tp, the running nodes as ~0tp: this node missed their change "
+                   "(it was down), and takes the definition of ~0p (Mnesia could not merge it)",
+                   [Tab, Nodes, holders(Nodes, Local), holders(Nodes, Remote), Peer]),
+    adopt(Tab, Remote),
+    [Tab];
+take(Peer, Tab, Local, Remote, Nodes, false) ->
+    logger:error("fraghash: the schema of ~0tp on this node lists the redb_copies copies of "
+                 "~0p as ~0tp, the running nodes (~0p) as ~0tp, and this node's definition is "
+                 "the newer: they missed a change this node made. Mnesia cannot merge the two "
+                 "and will not start here. Stop Mnesia on the running nodes, start it here "
+                 "first, then on them (they take this node's definition)",
+                 [Tab, Nodes, holders(Nodes, Local), Peer, holders(Nodes, Remote)]),
+    [].
 
 %% @doc The nodes for which two definitions of a table give different
 %% storage types, one of them a `redb_copies' copy: the ones Mnesia 4.21

@@ -92,10 +92,7 @@ fn next<'a>(
     tab: Binary<'a>,
     key: Binary<'a>,
 ) -> NifResult<Term<'a>> {
-    let tab = utf8(tab)?;
-    Ok(with_db(env, &db, |d| {
-        Ok(one(env, d.next(tab, key.as_slice())?))
-    }))
+    neighbour(env, &db, tab, key, Db::next)
 }
 
 #[rustler::nif(schedule = "DirtyIo")]
@@ -105,9 +102,23 @@ fn prev<'a>(
     tab: Binary<'a>,
     key: Binary<'a>,
 ) -> NifResult<Term<'a>> {
+    neighbour(env, &db, tab, key, Db::prev)
+}
+
+/// A search for the record beside a key: [`Db::next`] or [`Db::prev`].
+type Step = fn(&Db, &str, &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>, DbError>;
+
+/// The record of table `tab` that `step` finds beside `key`, as [`one`].
+fn neighbour<'a>(
+    env: Env<'a>,
+    db: &DbResource,
+    tab: Binary<'a>,
+    key: Binary<'a>,
+    step: Step,
+) -> NifResult<Term<'a>> {
     let tab = utf8(tab)?;
-    Ok(with_db(env, &db, |d| {
-        Ok(one(env, d.prev(tab, key.as_slice())?))
+    Ok(with_db(env, db, |d| {
+        Ok(one(env, step(d, tab, key.as_slice())?))
     }))
 }
 
