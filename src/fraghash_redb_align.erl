@@ -15,15 +15,15 @@
 %% asks the backend for its temporary file suffixes then
 %% (`mnesia_schema:purge_tmp_files/0'), which is where it is called. It
 %% asks a node running Mnesia (one of the schema's other nodes) for its
-%% table definitions. For each table of the same cookie whose holders
-%% differ there in a `redb_copies' copy, and whose definition there is the
-%% newer, the node takes the running nodes' definition: the one the
-%% cluster has used since. The merge then finds nothing to join for that
-%% table. The tables' records are not touched: a copy the node no longer
-%% holds stays in its database until a copy of that table is made there
-%% again (which clears it), and a copy it now holds is loaded from a
-%% running replica, as Mnesia loads any table a node holds on joining.
-%% Each table taken is logged as a warning.
+%% table definitions, one call with a time limit. For each table of the
+%% same cookie whose holders differ there in a `redb_copies' copy, and
+%% whose definition there is the newer, the node takes the running
+%% nodes' definition: the one the cluster has used since. The merge then
+%% finds nothing to join for that table. The tables' records are not
+%% touched: a copy the node no longer holds stays in its database until a
+%% copy of that table is made there again (which clears it), and a copy it
+%% now holds is loaded from a running replica, as Mnesia loads any table a
+%% node holds on joining. Each table taken is logged as a warning.
 %%
 %% Only a newer definition is taken (Mnesia's version of it is greater):
 %% where this node's is the newer (the running nodes missed a change it
@@ -32,12 +32,13 @@
 %% node first. Without a running node nothing is changed; the nodes that
 %% start later take this node's definition where it is newer.
 %%
-%% It reads Mnesia 4.21's own state (`mnesia_gvar') and writes a table's
-%% definition through `mnesia_schema:insert_cstruct/3', as Mnesia's own
-%% log replay does; it does nothing while Mnesia runs.
+%% It reads Mnesia 4.21's own state (`mnesia_gvar', here and on the node
+%% asked) and writes a table's definition through
+%% `mnesia_schema:insert_cstruct/3', as Mnesia's own log replay does; it
+%% does nothing while Mnesia runs.
 -module(fraghash_redb_align).
 
--export([align/0, taken/0, conflicts/2]).
+-export([align/0, taken/0, definitions/0, conflicts/2]).
 
 %% How long a running node has to answer, per call.
 -define(ASK_MS, 10000).
@@ -66,18 +67,33 @@ align() ->
 taken() ->
     persistent_term:get({?MODULE, taken}, []).
 
-%% The table definitions of the first node asked that runs Mnesia.
+%% The table definitions of the first node asked that runs Mnesia. Read
+%% from its own tables of Mnesia's state ({@link definitions/0}), not from
+%% its Mnesia processes: those may be waiting for this node's transaction
+%% manager, which is here, waiting for the answer.
 remote_cstructs([]) ->
     none;
 remote_cstructs([N | Ns]) ->
-    case rpc:call(N, mnesia, system_info, [is_running], ?ASK_MS) of
+    case rpc:call(N, ?MODULE, definitions, [], ?ASK_MS) of
+        {running, Cstructs} when is_list(Cstructs) -> {N, Cstructs};
+        _ -> remote_cstructs(Ns)
+    end.
+
+%% @doc `{running, Definitions}', this node's table definitions while its
+%% Mnesia runs (read from `mnesia_gvar', calling no Mnesia process), else
+%% `not_running'. Asked by a starting node ({@link align/0}).
+-spec definitions() -> {running, [tuple()]} | not_running.
+definitions() ->
+    case mnesia_lib:is_running() of
         yes ->
-            case rpc:call(N, mnesia_controller, get_remote_cstructs, [], ?ASK_MS) of
-                {cstructs, Cstructs, _Running} when is_list(Cstructs) -> {N, Cstructs};
-                _ -> remote_cstructs(Ns)
+            try
+                Tabs = ets:lookup_element(mnesia_gvar, {schema, tables}, 2),
+                {running, [Cs || T <- Tabs, {ok, Cs} <- [local_cstruct(T)]]}
+            catch
+                error:badarg -> not_running
             end;
         _ ->
-            remote_cstructs(Ns)
+            not_running
     end.
 
 take(Peer, Remote) ->
