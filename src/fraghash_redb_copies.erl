@@ -89,8 +89,10 @@
 %%
 %% == Loading, replication ==
 %% A node loading a table from another receives it through Mnesia's
-%% standard protocol ({@link fraghash_redb_load}): the receiver clears its
-%% copy and writes each chunk of stored rows as one redb write.
+%% standard protocol ({@link fraghash_redb_load}): the receiver writes
+%% each chunk of stored rows as one redb write into a table aside, which
+%% replaces its copy in one commit once complete; a load cut short leaves
+%% the copy it had.
 %%
 %% A `bag' index or an index plugin is refused at `create_table' with
 %% `{fraghash_redb, index_not_supported, Text}'.
@@ -239,24 +241,26 @@ create_table(_Alias, Tab, _Props) ->
     ok = fraghash_redb_admin:need_db(Tab),
     ensure_table(Tab).
 
-%% @private A copy loaded from another node replaces the local one: it is
-%% emptied here, and filled by receive_data/5. Mnesia's log replay at start
-%% opens the table with reason `startup' and closes it when done: its
-%% writes are ignored meanwhile (see the module documentation). A loaded
-%% copy comes without index rows: its indexes are marked not built, and
-%% Mnesia builds them after the load.
+%% @private A copy loaded from another node is filled aside and replaces
+%% the local one when complete (fraghash_redb_load: a load cut short keeps
+%% the local copy as it was). Mnesia's log replay at start opens the table
+%% with reason `startup' and closes it when done: its writes are ignored
+%% meanwhile (see the module documentation). A copy a kill left aside
+%% goes when the table is loaded from this node's disc.
 load_table(_Alias, Tab, {net_load, _}, _Cs) ->
     ok = fraghash_redb_admin:need_db(Tab),
     fraghash_redb_commit:replayed(Tab, false),
     ok = ensure_table(Tab),
-    fraghash_redb_db:write_or_raise([{clear, name(Tab)} | fraghash_redb_index:not_built_ops(Tab)]);
+    fraghash_redb_load:begin_aside(Tab, name({Tab, loading}));
 load_table(_Alias, Tab, startup, _Cs) ->
     fraghash_redb_commit:replayed(Tab, true),
-    ensure_table(Tab);
+    ok = ensure_table(Tab),
+    fraghash_redb_load:drop_aside(name({Tab, loading}));
 load_table(_Alias, Tab, _Reason, _Cs) ->
     ok = fraghash_redb_admin:need_db(Tab),
     fraghash_redb_commit:replayed(Tab, false),
-    ensure_table(Tab).
+    ok = ensure_table(Tab),
+    fraghash_redb_load:drop_aside(name({Tab, loading})).
 
 %% @private The database stays open for the node's other tables.
 close_table(_Alias, Tab) ->
@@ -286,9 +290,20 @@ forget(Tab) ->
 stored_for(Tab) when is_atom(Tab) -> Tab;
 stored_for(Tag) when is_tuple(Tag) -> element(1, Tag).
 
-%% @private
-delete_table(_Alias, Tab) ->
+%% @private Mnesia's loader deletes the table when a load from another
+%% node fails: only the copy filled aside goes then, and the local copy
+%% stays as it was (as a `disc_copies' table's file stays).
+delete_table(_Alias, Tab) when is_atom(Tab) ->
     ok = fraghash_redb_admin:need_db(Tab),
+    case fraghash_redb_load:load_failed(Tab) of
+        true -> fraghash_redb_load:drop_aside(name({Tab, loading}));
+        false -> delete_stored(Tab)
+    end;
+delete_table(_Alias, Tag) ->
+    ok = fraghash_redb_admin:need_db(Tag),
+    delete_stored(Tag).
+
+delete_stored(Tab) ->
     ok = fraghash_redb_db:write_or_raise(fraghash_redb_index:delete(Tab)),
     case fraghash_redb_nif:delete_table(fraghash_redb_db:handle(), name(Tab)) of
         ok -> ok;
@@ -336,14 +351,16 @@ sender_handle_info(_Msg, _Alias, Tab, _ReceiverPid, Cont) ->
 receiver_first_message(_Pid, {first, Size}, _Alias, _Tab) ->
     {fraghash_redb_load:receiving(Size), no_state}.
 
-%% @private One chunk, one redb write.
+%% @private One chunk, one redb write, to the copy filled aside.
 receive_data(Data, _Alias, Tab, _Sender, State) ->
-    ok = fraghash_redb_load:receive_chunk(Data, name(Tab), row_key_fun(Tab)),
+    ok = fraghash_redb_load:receive_chunk(Data, name({Tab, loading}), row_key_fun(Tab)),
     {more, State}.
 
-%% @private The changes made during the copy, caught up on.
+%% @private The changes made during the copy caught up on, and the copy
+%% filled aside in place of the local one.
 receive_done(_Alias, Tab, _Sender, _State) ->
-    fraghash_redb_load:received(Tab, not fraghash_redb_bag:is_bag(Tab), name(Tab), row_key_fun(Tab)).
+    fraghash_redb_load:received(Tab, not fraghash_redb_bag:is_bag(Tab),
+                                {name(Tab), name({Tab, loading})}, row_key_fun(Tab)).
 
 %%% Records
 

@@ -34,10 +34,25 @@
 %% ets table; Mnesia applies the rest as before, in order. The copy's
 %% indexes are built after both, from its records. Where the events are
 %% not kept so (another Mnesia), nothing is done here.
+%%
+%% == Filled aside ==
+%% The receiver fills a redb table of its own beside the local copy
+%% ({@link begin_aside/2}), and the caught-up copy takes the local copy's
+%% place in one synced commit ({@link received/4}). Until then the local
+%% copy is as it was: a node killed while it loads, or whose load fails
+%% when its source goes down, keeps the copy it had, as a `disc_copies'
+%% table keeps its files until the loader's last step. Mnesia may later
+%% load that copy from this node's disc (its holders all went down, this
+%% one last): it must not be a part-filled one. The table filled aside is
+%% tagged `{Tab, loading}': a kill leaves it behind, and it is dropped at
+%% the next load of `Tab' on the node. The changes Mnesia applies after
+%% the last step (those {@link received/4} does not) go to the local copy,
+%% after the swap: a kill among them leaves a copy complete up to the
+%% copy's end and some of them, which the node no longer served.
 -module(fraghash_redb_load).
 
 -export([rows_sender/1, records_sender/2, sender_more/3, receiving/1, receive_chunk/3,
-         received/4]).
+         received/4, begin_aside/2, drop_aside/1, load_failed/1]).
 
 %% Rows read per chunk (as many as select's chunks).
 -define(CHUNK, (fraghash_redb_select:chunk())).
@@ -102,20 +117,68 @@ receive_chunk(Records, Name, RowKey) ->
     fraghash_redb_db:write_bulk([{put, Name, RowKey(R), term_to_binary(R)} || R <- Records]).
 
 %% @doc The chunks have all come: the receiver back at normal priority,
-%% and, when `Plain' (`Tab' a `set' or `ordered_set', stored in redb table
-%% `Name'), the plain changes made during the copy applied (see The
-%% changes made during the copy).
--spec received(atom(), boolean(), binary(), fun((tuple()) -> binary())) -> ok.
-received(Tab, Plain, Name, RowKey) ->
+%% and, when `Plain' (`Tab' a `set' or `ordered_set'), the plain changes
+%% made during the copy applied to redb table `Aside' (see The changes
+%% made during the copy); then `Aside' replaces `Name', the local copy,
+%% in one synced commit that also marks the copy's indexes not built (it
+%% comes without index rows: Mnesia builds them after the load).
+-spec received(atom(), boolean(), {binary(), binary()}, fun((tuple()) -> binary())) -> ok.
+received(Tab, Plain, {Name, Aside}, RowKey) ->
     process_flag(priority, normal),
     Changes = get(?CHANGES_KEY),
-    case Plain andalso Changes =/= undefined andalso ets:info(Changes, type) =:= ordered_set of
-        true ->
-            RecName = mnesia_lib:val({Tab, record_name}),
-            catch_up(Changes, Tab, Name, RowKey, RecName, ets:first(Changes));
-        false ->
-            ok
+    ok = case Plain andalso Changes =/= undefined
+             andalso ets:info(Changes, type) =:= ordered_set of
+             true ->
+                 RecName = mnesia_lib:val({Tab, record_name}),
+                 catch_up(Changes, Tab, Aside, RowKey, RecName, ets:first(Changes));
+             false ->
+                 ok
+         end,
+    %% Logged, then committed with the swap (a flush between the two
+    %% leaves the indexes to build again: the price is a build).
+    ok = fraghash_redb_db:write_or_raise(fraghash_redb_index:not_built_ops(Tab)),
+    ok = fraghash_redb_nif:check(fraghash_redb_nif:replace_table(fraghash_redb_db:handle(),
+                                                                 Name, Aside)),
+    put({?MODULE, replaced, Tab}, true),
+    ok.
+
+%% @doc Makes redb table `Aside' (the copy of `Tab' filled aside) afresh
+%% and empty, for the load of `Tab' the calling process runs.
+-spec begin_aside(atom(), binary()) -> ok.
+begin_aside(Tab, Aside) ->
+    erase({?MODULE, replaced, Tab}),
+    ok = drop_aside(Aside),
+    fraghash_redb_nif:check(fraghash_redb_nif:create_table(fraghash_redb_db:handle(), Aside,
+                                                          term_to_binary({Tab, loading}))).
+
+%% @doc Drops redb table `Aside', a copy filled aside, if there.
+-spec drop_aside(binary()) -> ok.
+drop_aside(Aside) ->
+    Db = fraghash_redb_db:handle(),
+    case fraghash_redb_nif:size(Db, Aside) of
+        {error, {no_such_table, _}} ->
+            ok;
+        _ ->
+            case fraghash_redb_nif:delete_table(Db, Aside) of
+                {error, {no_such_table, _}} -> ok;
+                Other -> fraghash_redb_nif:check(Other)
+            end
     end.
+
+%% @doc Whether the calling process is Mnesia's loader of `Tab' before
+%% the loaded copy replaced the local one: a table deleted there is a
+%% load that failed (Mnesia's loader, 4.21.3, deletes an external table
+%% whose load fails, as it deletes a `disc_copies' table's ets table and
+%% keeps its files). The loader keeps the table and its source under
+%% these process dictionary keys.
+-spec load_failed(atom()) -> boolean().
+load_failed(Tab) ->
+    Loading = case {get(mnesia_table_receiver), get(mnesia_table_sender_node)} of
+                  {{Tab, _, _}, _} -> true;
+                  {_, {Tab, _}} -> true;
+                  _ -> false
+              end,
+    Loading andalso get({?MODULE, replaced, Tab}) =/= true.
 
 %% Applies the plain changes from `Id' on, in writes of up to 8 chunks.
 catch_up(Changes, Tab, Name, RowKey, RecName, Id) ->

@@ -27,7 +27,7 @@
 
 -export([order_key/1, order_key_etf/1, order_key_etf_dirty/1]).
 -export([key_prefix/1, key_prefix_etf/1, key_prefix_etf_dirty/1]).
--export([open/2, close/1, create_table/3, delete_table/2, tables/1,
+-export([open/2, close/1, create_table/3, delete_table/2, replace_table/3, tables/1,
          write/3, write_logged/2, write_logged_dirty/2, hold_direct_writes/2, write_bulk/2, sync/1, flush/1, wants_flush/1, get/3, get_now/3, first/2, last/2, next/3,
          prev/3,
          chunk/5, records/5, size/2, stored_bytes/2, log_repairs/1, has_room/1,
@@ -153,6 +153,11 @@ create_table(_Db, _Name, _Props) -> ?NIF.
 %% @doc Deletes table `Name' and its records. Durable on return.
 -spec delete_table(db(), binary()) -> ok | error().
 delete_table(_Db, _Name) -> ?NIF.
+
+%% @doc Table `Name' takes the records of table `From', which goes (its
+%% properties stay `Name''s): one synced commit, durable on return.
+-spec replace_table(db(), binary(), binary()) -> ok | error().
+replace_table(_Db, _Name, _From) -> ?NIF.
 
 %% @doc Every table and its properties, by name.
 -spec tables(db()) -> {ok, [{binary(), binary()}]} | error().

@@ -376,6 +376,22 @@ fn delete_table<'a>(
     }))
 }
 
+/// Table `name` takes the records of table `from`, which goes: one synced
+/// commit (a copy loaded aside replaces the old one).
+#[rustler::nif(schedule = "DirtyIo")]
+fn replace_table<'a>(
+    env: Env<'a>,
+    db: ResourceArc<DbResource>,
+    name: Binary<'a>,
+    from: Binary<'a>,
+) -> NifResult<Term<'a>> {
+    let (name, from) = (utf8(name)?, utf8(from)?);
+    Ok(with_db(env, &db, |d| {
+        d.replace_table(name, from)?;
+        Ok(atoms::ok().encode(env))
+    }))
+}
+
 #[rustler::nif(schedule = "DirtyIo")]
 fn tables(env: Env, db: ResourceArc<DbResource>) -> Term {
     with_db(env, &db, |d| {

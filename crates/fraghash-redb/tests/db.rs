@@ -589,3 +589,59 @@ fn batches_written_by_their_callers_say_when_a_flush_is_due_and_never_wait() {
     assert_eq!(db.len("t").unwrap(), 9);
     assert_eq!(db.get("t", b"f").unwrap(), Some(b"4".to_vec()));
 }
+
+#[test]
+fn a_table_filled_aside_replaces_another_in_one_synced_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.redb");
+    let db = Db::open(&path, &OpenOptions::default()).unwrap();
+    db.create_table("t", b"props of t").unwrap();
+    db.create_table("t/aside", b"props of the copy").unwrap();
+    db.write(
+        &[put("t", b"a", b"old"), put("t", b"b", b"old")],
+        Durability::Immediate,
+    )
+    .unwrap();
+    // The copy is filled in logged batches, one of them flushed, one not.
+    db.write_bulk(&[put("t/aside", b"b", b"new"), put("t/aside", b"c", b"new")])
+        .unwrap();
+    db.flush().unwrap();
+    db.write_bulk(&[put("t/aside", b"d", b"new")]).unwrap();
+    // A write to the replaced table still in the memtable goes with it.
+    db.write(&[put("t", b"e", b"old")], Durability::Logged)
+        .unwrap();
+    for (name, from) in [("t", "t"), ("none", "t/aside"), ("t", "none")] {
+        assert!(
+            db.replace_table(name, from).is_err(),
+            "{name} replaced by {from}"
+        );
+    }
+    assert_eq!(db.len("t").unwrap(), 3);
+    db.replace_table("t", "t/aside").unwrap();
+    let check = |db: &Db| {
+        assert_eq!(
+            db.tables().unwrap(),
+            vec![("t".into(), b"props of t".to_vec())]
+        );
+        assert_eq!(db.len("t").unwrap(), 3);
+        let all = db.chunk("t", Start::Edge, Direction::Forward, 10).unwrap();
+        assert_eq!(
+            all.items,
+            [b"b", b"c", b"d"].map(|k| (k.to_vec(), b"new".to_vec()))
+        );
+        assert!(matches!(
+            db.len("t/aside"),
+            Err(DbError::NoSuchTable { .. })
+        ));
+    };
+    check(&db);
+    // Synced: there without the log.
+    drop(db);
+    let db = reopen_without_log(&path);
+    check(&db);
+    // Writes go on to the table, and the name set aside is free again.
+    db.write(&[put("t", b"f", b"later")], Durability::Logged)
+        .unwrap();
+    db.create_table("t/aside", b"").unwrap();
+    assert_eq!(db.len("t").unwrap(), 4);
+}

@@ -488,6 +488,44 @@ impl Db {
         })
     }
 
+    /// Replaces the records of table `name` with those of table `from`,
+    /// which goes, in one synced commit: a table filled aside (a copy
+    /// loaded from elsewhere) takes the place of the one it replaces at
+    /// once, and a crash before the call returned leaves `name` as it was.
+    /// `name` keeps its properties. Durable when it returns, with every
+    /// batch written before (the batches to `from` included).
+    pub fn replace_table(&self, name: &str, from: &str) -> Result<(), DbError> {
+        check_name(name)?;
+        check_name(from)?;
+        if name == from {
+            return Err(DbError::BadTableName {
+                name: from.to_owned(),
+                reason: "a table cannot replace itself",
+            });
+        }
+        let p = &self.path;
+        let mut w = self.lock_idle_writer();
+        self.commit_all(&mut w, |txn| {
+            let mut cat = txn.open_table(CATALOGUE).at(p)?;
+            if cat.get(name).at(p)?.is_none() {
+                return Err(DbError::NoSuchTable {
+                    name: name.to_owned(),
+                });
+            }
+            if cat.remove(from).at(p)?.is_none() {
+                return Err(DbError::NoSuchTable {
+                    name: from.to_owned(),
+                });
+            }
+            let data = format!("{DATA_PREFIX}{name}");
+            let from_data = format!("{DATA_PREFIX}{from}");
+            txn.delete_table(data_def(&data)).at(p)?;
+            txn.rename_table(data_def(&from_data), data_def(&data))
+                .at(p)?;
+            Ok(())
+        })
+    }
+
     /// Every table, with the properties it was created with, by name.
     pub fn tables(&self) -> Result<Vec<(String, Vec<u8>)>, DbError> {
         guard::guarded(&self.path, || self.tables_unguarded())
