@@ -343,18 +343,18 @@ sender_init(Alias, Tab, _RemoteStorage, _Pid) ->
     fraghash_redb_load:records_sender(fun() -> select(Alias, Tab, [{'_', [], ['$_']}], ?CHUNK) end,
                                       fun select/1).
 
-%% @private No message from the receiver is expected.
-sender_handle_info(_Msg, _Alias, Tab, _ReceiverPid, Cont) ->
-    {fraghash_redb_load:sender_more(name(Tab), Cont, fun select/1), Cont}.
+%% @private The receiver's answer to the rows' end (fraghash_redb_load).
+sender_handle_info(Msg, _Alias, Tab, _ReceiverPid, Cont) ->
+    fraghash_redb_load:sender_handle(Msg, name(Tab), Cont, fun select/1).
 
 %% @private
 receiver_first_message(_Pid, {first, Size}, _Alias, _Tab) ->
     {fraghash_redb_load:receiving(Size), no_state}.
 
-%% @private One chunk, one redb write, to the copy filled aside.
+%% @private One chunk, one redb write, to the copy filled aside; the
+%% rows' end synced.
 receive_data(Data, _Alias, Tab, _Sender, State) ->
-    ok = fraghash_redb_load:receive_chunk(Data, name({Tab, loading}), row_key_fun(Tab)),
-    {more, State}.
+    {fraghash_redb_load:receive_chunk(Data, name({Tab, loading}), row_key_fun(Tab)), State}.
 
 %% @private The changes made during the copy caught up on, and the copy
 %% filled aside in place of the local one.

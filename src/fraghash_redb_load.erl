@@ -49,11 +49,26 @@
 %% the last step (those {@link received/4} does not) go to the local copy,
 %% after the swap: a kill among them leaves a copy complete up to the
 %% copy's end and some of them, which the node no longer served.
+%%
+%% == Synced before the last step ==
+%% The swap is a synced commit of every write not yet committed, and it
+%% runs in the last step, while the table's writers wait. So after its
+%% last rows a `redb_copies' sender sends the marker `fraghash_rows_done'
+%% and waits; the receiver syncs the rows written so far and answers; only
+%% then does the sender end the copy and Mnesia take the last step. The
+%% swap then commits the changes since (the writers' among them), not the
+%% last chunks of the copy (measured on a move of 1,000,000 records under
+%% writers: the swap took 0.17 s of the last step without the marker, and
+%% 0.11 to 0.14 s with it, most of it the sync itself on a busy disc).
 -module(fraghash_redb_load).
 
--export([rows_sender/1, records_sender/2, sender_more/3, receiving/1, receive_chunk/3,
+-export([rows_sender/1, records_sender/2, sender_handle/4, receiving/1, receive_chunk/3,
          received/4, begin_aside/2, drop_aside/1, load_failed/1]).
 
+%% The marker a rows sender sends after its last rows, and the receiver's
+%% answer once they are synced.
+-define(ROWS_DONE, fraghash_rows_done).
+-define(ROWS_SYNCED, fraghash_rows_synced).
 %% Rows read per chunk (as many as select's chunks).
 -define(CHUNK, (fraghash_redb_select:chunk())).
 %% The process dictionary key under which Mnesia's loader keeps the ets
@@ -61,11 +76,23 @@
 -define(CHANGES_KEY, mnesia_table_receiver_subscr_cache).
 
 %% @doc The sender's chunk functions for a `redb_copies' receiver: the
-%% rows of redb table `Name' (see Rows as stored), at low priority.
+%% rows of redb table `Name' (see Rows as stored), at low priority, and
+%% after them the marker `fraghash_rows_done' (see Synced before the last
+%% step).
 -spec rows_sender(binary()) -> {standard, fun(), fun()}.
 rows_sender(Name) ->
     process_flag(priority, low),
-    {standard, fun() -> sent(rows(Name, edge)) end, fun(Start) -> sent(rows(Name, Start)) end}.
+    {standard, fun() -> rows_sent(rows(Name, edge)) end, rows_more(Name)}.
+
+rows_more(Name) ->
+    fun(paused) -> paused;
+       (Start) -> rows_sent(rows(Name, Start))
+    end.
+
+%% After the last rows, the marker; then the sender rests (`paused': no
+%% chunk, not the end) until the receiver answers it.
+rows_sent('$end_of_table') -> {?ROWS_DONE, paused};
+rows_sent(Chunk) -> Chunk.
 
 %% @doc The sender's chunk functions for a receiver of another storage
 %% type: `Init()' and `More(Cont)' (the backend's select), at low priority.
@@ -74,12 +101,19 @@ records_sender(Init, More) ->
     process_flag(priority, low),
     {standard, fun() -> sent(Init()) end, fun(Cont) -> sent(More(Cont)) end}.
 
-%% @doc The chunk function for continuation `Cont' of either sender.
--spec sender_more(binary(), term(), fun()) -> fun().
-sender_more(Name, Cont, _More) when Cont =:= done; element(1, Cont) =:= 'after' ->
-    fun(Start) -> sent(rows(Name, Start)) end;
-sender_more(_Name, _Cont, More) ->
-    fun(C) -> sent(More(C)) end.
+%% @doc The sender's chunk function and state after message `Msg' from
+%% the receiver, its state `Cont' (either sender's; rows of redb table
+%% `Name', or records read by `More'): the end, once the receiver synced
+%% the rows; else as they were.
+-spec sender_handle(term(), binary(), term(), fun()) -> {fun(), term()}.
+sender_handle(?ROWS_SYNCED, _Name, paused, _More) ->
+    process_flag(priority, normal),
+    {fun(_) -> '$end_of_table' end, '$end_of_table'};
+sender_handle(_Msg, Name, Cont, _More) when Cont =:= done; Cont =:= paused;
+                                             element(1, Cont) =:= 'after' ->
+    {rows_more(Name), Cont};
+sender_handle(_Msg, _Name, Cont, More) ->
+    {fun(C) -> sent(More(C)) end, Cont}.
 
 %% Up to a chunk of the stored rows of redb table `Name' from `Start', and
 %% where the next chunk starts; `'$end_of_table'' past the last.
@@ -108,13 +142,19 @@ receiving(Size) ->
     Size.
 
 %% @doc Writes one chunk to redb table `Name' (`RowKey' gives a record's
-%% row key), one redb write.
--spec receive_chunk({fraghash_rows, [{binary(), binary()}]} | [tuple()], binary(),
-                    fun((tuple()) -> binary())) -> ok.
+%% row key), one redb write, and says what to answer the sender: `more',
+%% or, after the sender's last rows, that they are synced.
+-spec receive_chunk({fraghash_rows, [{binary(), binary()}]} | [tuple()] | ?ROWS_DONE,
+                    binary(), fun((tuple()) -> binary())) -> more | {more, {more, ?ROWS_SYNCED}}.
 receive_chunk({fraghash_rows, Rows}, Name, _RowKey) ->
-    fraghash_redb_db:write_bulk([{put, Name, K, V} || {K, V} <- Rows]);
+    ok = fraghash_redb_db:write_bulk([{put, Name, K, V} || {K, V} <- Rows]),
+    more;
+receive_chunk(?ROWS_DONE, _Name, _RowKey) ->
+    ok = fraghash_redb_nif:check(fraghash_redb_nif:sync(fraghash_redb_db:handle())),
+    {more, {more, ?ROWS_SYNCED}};
 receive_chunk(Records, Name, RowKey) ->
-    fraghash_redb_db:write_bulk([{put, Name, RowKey(R), term_to_binary(R)} || R <- Records]).
+    ok = fraghash_redb_db:write_bulk([{put, Name, RowKey(R), term_to_binary(R)} || R <- Records]),
+    more.
 
 %% @doc The chunks have all come: the receiver back at normal priority,
 %% and, when `Plain' (`Tab' a `set' or `ordered_set'), the plain changes

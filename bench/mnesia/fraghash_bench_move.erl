@@ -77,7 +77,8 @@
 %% disc_copies copy, `ets2dcd', under the sender's read lock held by
 %% `finish_copy/5'), a schema commit's parts (locks, prepare, dump and
 %% dumper lock, changes applied, a deleted copy's table and files), the
-%% dumper's runs, the move's own calls.
+%% dumper's runs, the move's own calls; a `redb_copies' receiver's last
+%% step (the changes made during the copy, the copy put in place).
 -define(TRACED, [{mnesia_log, ets2dcd, 1}, {mnesia_loader, finish_copy, 5},
                  {mnesia_controller, wait_for_schema_commit_lock, 0},
                  {mnesia_controller, sync_dump_log, 1}, {mnesia_dumper, opt_dump_log, 1},
@@ -86,7 +87,8 @@
                  {mnesia_controller, del_active_replica, 2},
                  {mnesia_dumper, disc_delete_table, 2}, {mnesia_schema, ram_delete_table, 2},
                  {ets, delete, 1}, {mnesia, add_table_copy, 3}, {mnesia, del_table_copy, 2},
-                 {fraghash_durable, tables, 1}]).
+                 {fraghash_durable, tables, 1}, {fraghash_redb_load, received, 4},
+                 {fraghash_redb_nif, replace_table, 3}]).
 %% Traced calls shorter than this are left out of the comment line.
 -define(TRACE_MIN_US, 50000).
 
