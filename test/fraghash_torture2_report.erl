@@ -3,7 +3,7 @@
 %% an operation each kill landed.
 -module(fraghash_torture2_report).
 
--export([report/4, differences/1, classify/2, last_step/1]).
+-export([report/4, differences/1, classify/2, last_step/1, note/3]).
 
 -define(NODE, fraghash_torture2_node).
 
@@ -127,3 +127,12 @@ last_step(Lines) ->
                             _ -> S
                         end
                 end, none, Lines).
+
+%% @doc A line `harness <time> ...' in marks.log, for reading a kept run's
+%% faults against the nodes' own lines and logs (the reports skip it).
+note(Dir, Fmt, Args) ->
+    {ok, F} = file:open(filename:join(Dir, "marks.log"), [append, raw]),
+    Time = calendar:system_time_to_rfc3339(erlang:system_time(millisecond),
+                                           [{unit, millisecond}]),
+    ok = file:write(F, ["harness ", Time, " ", io_lib:format(Fmt, Args), $\n]),
+    ok = file:close(F).

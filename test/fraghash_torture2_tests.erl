@@ -158,6 +158,7 @@ runs(Ctx, Run, Cl, Kills, Checks) ->
 %% again), check. Returns the nodes, the faults and the checks.
 run(Ctx = #{dir := Dir}, Run, Cl) ->
     Marks = filename:join(Dir, "marks.log"),
+    fraghash_torture2_report:note(Dir, "run ~b", [Run]),
     From = file_size(Marks),
     Ctl = pick(keys(Cl)),
     Nodes = nodes_of(Cl),
@@ -170,7 +171,7 @@ run(Ctx = #{dir := Dir}, Run, Cl) ->
         case partition() of
             false ->
                 Victims = pick(victims(Cl, [1, 1, 2])),
-                kill(Cl, Victims),
+                kill(Dir, Cl, Victims),
                 {#{kind => kill, victims => Victims}, restart(Ctx, Cl, Victims, []),
                  length(Victims) > 1};
             true ->
@@ -179,6 +180,8 @@ run(Ctx = #{dir := Dir}, Run, Cl) ->
         end,
     {Cl3, RecFaults} = recover_all(Ctx, Run, Cl2, Together),
     {Cl4, Checks} = check_all(Ctx, Run, Cl3),
+    fraghash_torture2_report:note(Dir, "checked ~b, faulty: ~0p",
+                                  [Run, [T || #{tab := T} = C <- Checks, faulty(C)]]),
     Faults = [Fault#{run => Run, controller => Ctl, where => Where} | RecFaults],
     Partitioned = lists:any(fun(#{kind := K}) -> K =:= partition end, Faults),
     {Cl4, Faults, [C#{partition => Partitioned, faults => Faults} || C <- Checks]}.
@@ -204,12 +207,13 @@ partition(Ctx = #{dir := Dir}, Run, Cl, Wait) ->
     Others = keys(Cl) -- [X],
     Split = fraghash_torture2_partition:cut(Dir, Run, node_of(Cl, X),
                                             [node_of(Cl, O) || O <- Others]),
+    fraghash_torture2_report:note(Dir, "cut ~s from ~0p", [X, Others]),
     timer:sleep(100 + rand:uniform(1400)),
     {Keep, Drop} = case Others of
                        [Y] -> pick([{[X], [Y]}, {[Y], [X]}]);
                        _ -> {Others, [X]}
                    end,
-    kill(Cl, Drop),
+    kill(Dir, Cl, Drop),
     [ok = fraghash_torture2_partition:rejoin(node_of(Cl, X), [node_of(Cl, D) || D <- Drop])
      || lists:member(X, Keep)],
     [ok = fraghash_torture2_partition:discarded(Dir, Run, writer(D)) || D <- Drop],
@@ -296,7 +300,7 @@ recover_all(Ctx = #{dir := Dir}, Run, Cl, Together) ->
                 case partition() of
                     false ->
                         Victims = pick(victims(Cl, [1, 1])),
-                        kill(Cl, Victims),
+                        kill(Dir, Cl, Victims),
                         Wait(),
                         {#{kind => kill, victims => Victims}, restart(Ctx, Cl, Victims, []),
                          length(Victims) > 1};
@@ -525,8 +529,9 @@ get_list(K) -> case get(K) of undefined -> []; L -> L end.
 base(Frag) -> list_to_atom(hd(string:split(atom_to_list(Frag), "_frag"))).
 
 
-%% kill -9 of the victims' OS processes (both in one command).
-kill(Cl, Victims) ->
+%% kill -9 of the victims' OS processes (both in one command), noted.
+kill(Dir, Cl, Victims) ->
+    fraghash_torture2_report:note(Dir, "kill ~0p", [Victims]),
     Pids = [rpc:call(node_of(Cl, V), os, getpid, []) || V <- Victims],
     os:cmd("kill -9 " ++ lists:join(" ", Pids)),
     [wait_down(node_of(Cl, V)) || V <- Victims],
