@@ -261,10 +261,10 @@ controller(Dir, Nodes) ->
             %% on `disc_copies' tables, and on `redb_copies' ones too with
             %% FRAGHASH_TORTURE3_REDB_MOVES=1 (a node killed in such a move
             %% takes the running nodes' definition at restart,
-            %% fraghash_redb_align). Off by default: a `redb_copies' copy
-            %% being loaded from another node is emptied first, and runs
-            %% have lost records when its source died before it loaded
-            %% again (docs/mnesia-redb.md).
+            %% fraghash_redb_align). Off by default: long runs with them
+            %% still end, now and then, with a fragment holding a third
+            %% copy, or a node whose Mnesia stops on a copy its database
+            %% lacks (no record lost in either).
             Move = length(Nodes) >= 3 andalso rand:uniform(2) =:= 1
                 andalso (element(4, lists:keyfind(Tab, 1, cases())) =:= disc_copies
                          orelse os:getenv("FRAGHASH_TORTURE3_REDB_MOVES") =:= "1"),
