@@ -107,9 +107,30 @@ remove_leftover_files(Frag) ->
             ok
     end.
 
-%% @doc {@link remove_leftover_files/1} on this node.
+%% @doc {@link remove_leftover_files/1} on this node, unless this node's
+%% own schema lists a copy of `Frag' here, once the schema changes it
+%% takes part in have ended: the caller's view of the copies can lag this
+%% node's (an `add_table_copy' whose coordinator was killed commits here
+%% when this node learns its outcome, and holds its lock on the schema
+%% until then). Where that cannot be known (Mnesia not running here), the
+%% leftovers stay.
 -spec remove_local_leftovers(atom()) -> ok.
 remove_local_leftovers(Frag) ->
+    case held_here(Frag) of
+        false -> remove_local(Frag);
+        _HeldOrUnknown -> ok
+    end.
+
+%% `true' when this node's schema lists a copy of `Frag' here, after a
+%% read lock on the schema (granted once the schema transactions holding
+%% it here have ended); `unknown' where the lock is not granted.
+held_here(Frag) ->
+    case mnesia:transaction(fun() -> mnesia:read_lock_table(schema) end, 3) of
+        {atomic, _} -> lists:member(Frag, mnesia:system_info(local_tables));
+        {aborted, _} -> unknown
+    end.
+
+remove_local(Frag) ->
     Dir = mnesia:system_info(directory),
     [_ = file:delete(filename:join(Dir, atom_to_list(Frag) ++ Ext)) || Ext <- ?FILE_EXTS],
     %% What an external backend keeps of the table outside Mnesia's files:
