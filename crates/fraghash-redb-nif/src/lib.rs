@@ -12,6 +12,7 @@
 //! | `reopen(Db)` | dirty I/O | `ok`: closed without a sync and opened again (`poisoned`) |
 //! | `create_table(Db, Name, Props)` | dirty I/O | `ok` |
 //! | `delete_table(Db, Name)` | dirty I/O | `ok` |
+//! | `replace_table(Db, Name, From)` | dirty I/O | `ok`: `Name` holds `From`'s records, `From` gone (`Db::replace_table`) |
 //! | `tables(Db)` | dirty I/O | `{ok, [{Name, Props}]}` |
 //! | `write(Db, Ops, Durability)` | dirty I/O | `ok` |
 //! | `write_bulk(Db, Ops)` | dirty I/O | `ok`: logged, once the memtable is below twice its size (`Db::write_bulk`) |
