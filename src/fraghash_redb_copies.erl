@@ -292,7 +292,7 @@ stored_for(Tag) when is_tuple(Tag) -> element(1, Tag).
 
 %% @private Mnesia's loader deletes the table when a load from another
 %% node fails: only the copy filled aside goes then, and the local copy
-%% stays as it was (as a `disc_copies' table's file stays).
+%% stays (as a `disc_copies' table's file stays).
 delete_table(_Alias, Tab) when is_atom(Tab) ->
     ok = fraghash_redb_admin:need_db(Tab),
     case fraghash_redb_load:load_failed(Tab) of

@@ -178,15 +178,12 @@ received(Tab, Plain, {Name, Aside}, RowKey) ->
     %% leaves the indexes to build again: the price is a build).
     ok = fraghash_redb_db:write_or_raise(fraghash_redb_index:not_built_ops(Tab)),
     ok = fraghash_redb_nif:check(fraghash_redb_nif:replace_table(fraghash_redb_db:handle(),
-                                                                 Name, Aside)),
-    put({?MODULE, replaced, Tab}, true),
-    ok.
+                                                                 Name, Aside)).
 
 %% @doc Makes redb table `Aside' (the copy of `Tab' filled aside) afresh
 %% and empty, for the load of `Tab' the calling process runs.
 -spec begin_aside(atom(), binary()) -> ok.
 begin_aside(Tab, Aside) ->
-    erase({?MODULE, replaced, Tab}),
     ok = drop_aside(Aside),
     fraghash_redb_nif:check(fraghash_redb_nif:create_table(fraghash_redb_db:handle(), Aside,
                                                           term_to_binary({Tab, loading}))).
@@ -205,20 +202,23 @@ drop_aside(Aside) ->
             end
     end.
 
-%% @doc Whether the calling process is Mnesia's loader of `Tab' before
-%% the loaded copy replaced the local one: a table deleted there is a
-%% load that failed (Mnesia's loader, 4.21.3, deletes an external table
-%% whose load fails, as it deletes a `disc_copies' table's ets table and
-%% keeps its files). The loader keeps the table and its source under
-%% these process dictionary keys.
+%% @doc Whether the calling process is Mnesia's loader of `Tab': a table
+%% deleted there is a load that failed (Mnesia's loader, 4.21.3, deletes
+%% an external table whose load fails, as it deletes a `disc_copies'
+%% table's ets table and keeps its files), before the swap or after it
+%% (the source went down while Mnesia ended the copy: the copy put in
+%% place holds every record the source had when it sent its last rows).
+%% The loader keeps the table and its source under these process
+%% dictionary keys. (A copy whose `add_table_copy' is undone after the
+%% load stays in the database too, listed nowhere, until a copy of the
+%% table is loaded there again or recovery forgets it.)
 -spec load_failed(atom()) -> boolean().
 load_failed(Tab) ->
-    Loading = case {get(mnesia_table_receiver), get(mnesia_table_sender_node)} of
-                  {{Tab, _, _}, _} -> true;
-                  {_, {Tab, _}} -> true;
-                  _ -> false
-              end,
-    Loading andalso get({?MODULE, replaced, Tab}) =/= true.
+    case {get(mnesia_table_receiver), get(mnesia_table_sender_node)} of
+        {{Tab, _, _}, _} -> true;
+        {_, {Tab, _}} -> true;
+        _ -> false
+    end.
 
 %% Applies the plain changes from `Id' on, in writes of up to 8 chunks.
 catch_up(Changes, Tab, Name, RowKey, RecName, Id) ->
