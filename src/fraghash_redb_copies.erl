@@ -255,12 +255,12 @@ load_table(_Alias, Tab, {net_load, _}, _Cs) ->
 load_table(_Alias, Tab, startup, _Cs) ->
     fraghash_redb_commit:replayed(Tab, true),
     ok = ensure_table(Tab),
-    fraghash_redb_load:drop_aside(name({Tab, loading}));
+    fraghash_redb_db:drop_table(name({Tab, loading}));
 load_table(_Alias, Tab, _Reason, _Cs) ->
     ok = fraghash_redb_admin:need_db(Tab),
     fraghash_redb_commit:replayed(Tab, false),
     ok = ensure_table(Tab),
-    fraghash_redb_load:drop_aside(name({Tab, loading})).
+    fraghash_redb_db:drop_table(name({Tab, loading})).
 
 %% @private The database stays open for the node's other tables.
 close_table(_Alias, Tab) ->
@@ -293,22 +293,14 @@ stored_for(Tag) when is_tuple(Tag) -> element(1, Tag).
 %% @private Mnesia's loader deletes the table when a load from another
 %% node fails: only the copy filled aside goes then, and the local copy
 %% stays (as a `disc_copies' table's file stays).
-delete_table(_Alias, Tab) when is_atom(Tab) ->
+delete_table(_Alias, Tab) ->
     ok = fraghash_redb_admin:need_db(Tab),
-    case fraghash_redb_load:load_failed(Tab) of
-        true -> fraghash_redb_load:drop_aside(name({Tab, loading}));
-        false -> delete_stored(Tab)
-    end;
-delete_table(_Alias, Tag) ->
-    ok = fraghash_redb_admin:need_db(Tag),
-    delete_stored(Tag).
-
-delete_stored(Tab) ->
-    ok = fraghash_redb_db:write_or_raise(fraghash_redb_index:delete(Tab)),
-    case fraghash_redb_nif:delete_table(fraghash_redb_db:handle(), name(Tab)) of
-        ok -> ok;
-        {error, {no_such_table, _}} -> ok;
-        Error -> fraghash_redb_nif:check(Error)
+    case is_atom(Tab) andalso fraghash_redb_load:load_failed(Tab) of
+        true ->
+            fraghash_redb_db:drop_table(name({Tab, loading}));
+        false ->
+            ok = fraghash_redb_db:write_or_raise(fraghash_redb_index:delete(Tab)),
+            fraghash_redb_db:drop_table(name(Tab))
     end.
 
 %% @private

@@ -59,7 +59,7 @@
 -behaviour(gen_server).
 
 -export([ensure_started/0, stop/0, handle/0, is_open/0, path/0, write/1, write_or_raise/1,
-         write_bulk/1,
+         write_bulk/1, drop_table/1,
          update_counter/4,
          update_counter/5,
          repair_log/1, has_room/0,
@@ -245,6 +245,21 @@ write_or_raise(Ops) ->
 write_bulk(Ops) ->
     ok = raised(fraghash_redb_nif:write_bulk(handle(), Ops)),
     gen_server:cast(?MODULE, written).
+
+%% @doc Deletes redb table `Name' and its rows, if it is there: one
+%% synced commit when it is, none when it is not (a read says so first).
+-spec drop_table(binary()) -> ok.
+drop_table(Name) ->
+    Db = handle(),
+    case fraghash_redb_nif:size(Db, Name) of
+        {error, {no_such_table, _}} ->
+            ok;
+        _ ->
+            case fraghash_redb_nif:delete_table(Db, Name) of
+                {error, {no_such_table, _}} -> ok;
+                Other -> fraghash_redb_nif:check(Other)
+            end
+    end.
 
 raised(ok) ->
     ok;

@@ -63,7 +63,7 @@
 -module(fraghash_redb_load).
 
 -export([rows_sender/1, records_sender/2, sender_handle/4, receiving/1, receive_chunk/3,
-         received/4, begin_aside/2, drop_aside/1, load_failed/1]).
+         received/4, begin_aside/2, load_failed/1]).
 
 %% The marker a rows sender sends after its last rows, and the receiver's
 %% answer once they are synced.
@@ -184,23 +184,9 @@ received(Tab, Plain, {Name, Aside}, RowKey) ->
 %% and empty, for the load of `Tab' the calling process runs.
 -spec begin_aside(atom(), binary()) -> ok.
 begin_aside(Tab, Aside) ->
-    ok = drop_aside(Aside),
+    ok = fraghash_redb_db:drop_table(Aside),
     fraghash_redb_nif:check(fraghash_redb_nif:create_table(fraghash_redb_db:handle(), Aside,
                                                           term_to_binary({Tab, loading}))).
-
-%% @doc Drops redb table `Aside', a copy filled aside, if there.
--spec drop_aside(binary()) -> ok.
-drop_aside(Aside) ->
-    Db = fraghash_redb_db:handle(),
-    case fraghash_redb_nif:size(Db, Aside) of
-        {error, {no_such_table, _}} ->
-            ok;
-        _ ->
-            case fraghash_redb_nif:delete_table(Db, Aside) of
-                {error, {no_such_table, _}} -> ok;
-                Other -> fraghash_redb_nif:check(Other)
-            end
-    end.
 
 %% @doc Whether the calling process is Mnesia's loader of `Tab': a table
 %% deleted there is a load that failed (Mnesia's loader, 4.21.3, deletes
