@@ -30,7 +30,8 @@
 %% the new copies: the old ones hold every record) and finishes one in
 %% `dropping'. A deleted copy that a restart's schema merge brings back,
 %% listed on a node that never loads it, is deleted again without waiting
-%% for it (`fraghash_grow_schema:drop_unloaded_copy/2'); a node that
+%% for it (`fraghash_grow_schema:drop_unloaded_copy/2'), and one listed
+%% again before the entry goes, again (`came_back/2'); a node that
 %% missed a `redb_copies' move takes the running nodes' definition at its
 %% start (fraghash_redb_align), as Mnesia cannot merge it. The
 %% argument is in docs/mnesia-disc-safety.md, Moving replicas.
@@ -47,6 +48,9 @@
 %% How long a copy about to be deleted may take to be active before it is
 %% taken for one that will not be loaded.
 -define(UNLOADED_MS, 5000).
+%% How many times a move deletes again copies that came back before it
+%% leaves them to the next recovery (`came_back/2').
+-define(BACK_TRIES, 5).
 
 %%% What is moved
 
@@ -324,23 +328,66 @@ active(F, Except, Deadline) ->
     end.
 
 %% The old copies are gone: what was left of them on `From' goes, what
-%% the fragments hold is synced where they are held, the entry goes.
-finish(Tab, #{replicas := Replicas}) ->
+%% the fragments hold is synced where they are held, the entry goes; an
+%% old copy listed again meanwhile goes again first (`came_back/2').
+finish(Tab, Entry) ->
+    finish(Tab, Entry, ?BACK_TRIES).
+
+finish(Tab, #{replicas := Replicas} = Entry, Tries) ->
     [ok = forget_on(From, F) || #{frag := F, from := From} <- Replicas],
     ok = schema_durable(Replicas),
     ok = schema_everywhere(Replicas),
-    step(Tab, move_done),
-    fraghash_journal:delete(Tab).
+    case came_back([{F, From} || #{frag := F, from := From} <- Replicas], Tries) of
+        [] ->
+            step(Tab, move_done),
+            fraghash_journal:delete(Tab);
+        Back ->
+            [ok = drop_copy(F, Node) || {F, Node} <- Back],
+            finish(Tab, Entry, Tries - 1)
+    end.
 
 %% Deletes the new copies `Added' (the old ones hold every record), what
-%% they left on `To', and the entry.
-undo(Tab, #{replicas := Replicas}, Added) ->
+%% they left on `To', and the entry; a new copy listed again meanwhile
+%% goes again first.
+undo(Tab, Entry, Added) ->
     step(Tab, move_rollback),
+    undo(Tab, Entry, Added, ?BACK_TRIES).
+
+undo(Tab, #{replicas := Replicas} = Entry, Added, Tries) ->
     [ok = drop_copy(F, To) || #{frag := F, to := To} <- Added],
     [ok = forget_on(To, F) || #{frag := F, to := To} <- Replicas],
     ok = schema_durable(Replicas),
     ok = schema_everywhere(Replicas),
-    fraghash_journal:delete(Tab).
+    case came_back([{F, To} || #{frag := F, to := To} <- Replicas], Tries) of
+        [] ->
+            fraghash_journal:delete(Tab);
+        Back ->
+            undo(Tab, Entry, [R || #{frag := F, to := To} = R <- Replicas,
+                                   lists:member({F, To}, Back)], Tries - 1)
+    end.
+
+%% The copies of `Gone' (`{Frag, Node}' each, deleted by the move) that
+%% the schema lists again, once every node runs and the schema is durable
+%% on each: a node killed before its disc kept the delete, and started
+%% again since, brings its copy back into the schema (Mnesia's merge), and
+%% once the entry is gone no recovery would delete it; checked after the
+%% schema is durable everywhere, an empty answer stays true, since a
+%% restart then finds the delete on the node's disc. After `Tries'
+%% deletes again, the entry stays for `recover/0'.
+came_back(Gone, Tries) ->
+    case [FN || {F, Node} = FN <- Gone, lists:keymember(Node, 1, copies(F))] of
+        [] ->
+            [];
+        Back when Tries > 0 ->
+            logger:warning("fraghash: ~0p, deleted by a move, listed again (a node that had "
+                           "not kept the delete restarted): deleted again", [Back]),
+            Back;
+        Back ->
+            error(fraghash_error:new(copies_back,
+                                     "the copies ~0p deleted by a move came back ~b times: "
+                                     "once their nodes stay up, fraghash_frag:recover/0 "
+                                     "finishes the move", [Back, ?BACK_TRIES]))
+    end.
 
 %% What the fragments hold, and the schema (every copy deleted), durable on
 %% every disc node: a node whose disc had not kept a `del_table_copy' when

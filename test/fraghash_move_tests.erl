@@ -20,7 +20,9 @@
 %% just after the move ends), under writers; restart, recover: one copy or
 %% the other kept, the replicas equal (a node killed before its disc kept
 %% the move's delete of the old copy lists it again at its restart, which
-%% recovery deletes).</li>
+%% recovery deletes);</li>
+%% <li>the old copy listed again before the move ends (as that restart
+%% does): deleted again.</li>
 %% </ul>
 %% In the slow tier (`FRAGHASH_SLOW_TESTS=1').
 -module(fraghash_move_tests).
@@ -29,7 +31,7 @@
 
 -import(fraghash_test_support, [scratch/0, wait_down/1]).
 
--export([die_at/5, kill_self_at/5]).
+-export([die_at/5, kill_self_at/5, add_back_at/6]).
 
 -define(T, 600).
 -define(RECORDS, 2000).
@@ -43,6 +45,10 @@ move_test_() ->
           {timeout, ?T, {"redb_copies: a rebalance from two nodes to three, dry run first",
                          fun rebalance/0}},
           {timeout, ?T, {"the refusals", fun refusals/0}}]
+      ++ [{timeout, ?T, {lists:concat([Storage, ": the old copy listed again before the "
+                                       "move ends is deleted again"]),
+                         fun() -> listed_again(Storage) end}}
+          || Storage <- [disc_copies, redb_copies]]
       ++ [{timeout, ?T, {lists:concat([Storage, ": the move's process killed at each step, "
                                        "then recover/0"]),
                          fun() -> interrupted(Storage) end}}
@@ -252,6 +258,25 @@ interrupted(Storage) ->
      end || Step <- fraghash_grow_machine:steps(move)],
     fraghash_test_support:kill_nodes(Nodes).
 
+%% Fragment 2 (on A and B) moves from A to C. At `move_dropped' (A's
+%% copy deleted, the entry not yet) A's copy is listed again, as when A,
+%% killed before its disc kept the delete, restarts and Mnesia's schema
+%% merge brings it back (here: added again): the move deletes it again
+%% before its entry goes, and ends with fragment 2 on B and C.
+listed_again(Storage) ->
+    #{nodes := [A, B, C] = Nodes} = trio("again_" ++ atom_to_list(Storage)),
+    Tab = list_to_atom("mv_again_" ++ atom_to_list(Storage)),
+    ok = table(A, Tab, Storage, 3, [A, B], Nodes),
+    Frag = fraghash_frag:frag_name(Tab, 2),
+    ?assertEqual({atomic, ok},
+                 rpc:call(A, ?MODULE, add_back_at, [Tab, move_dropped, Frag, A, C, Storage],
+                          120000)),
+    ?assertEqual([{B, Storage}, {C, Storage}], holders(A, Frag)),
+    ?assertEqual([{B, Storage}, {C, Storage}], holders(C, Frag)),
+    ?assertEqual([], rpc:call(B, fraghash_journal, pending, [])),
+    check(Nodes, Tab, #{}),
+    fraghash_test_support:kill_nodes(Nodes).
+
 %% Writers on B and C; A runs a move of fragment 2 from B to C and kills
 %% its own OS process at `Step'; A restarted, recover/0 on A: fragment 2 on
 %% two nodes, moved or not as the step says, every acknowledged write
@@ -351,6 +376,28 @@ die_at(Tab, Step, Frag, From, To) ->
     {Pid, Ref} = spawn_monitor(fun() -> fraghash_frag:move_replica(Frag, From, To) end),
     receive {'DOWN', Ref, process, Pid, Why} -> interrupted = Why end,
     fraghash_frag:set_step_hook(undefined).
+
+%% @private Runs the move of `Frag' from `From' to `To'; at step `Step'
+%% of `Tab', the first time, `From' gets a copy of `Frag' of `Storage'
+%% again. The move's answer.
+add_back_at(Tab, Step, Frag, From, To, Storage) ->
+    ok = fraghash_frag:set_step_hook(
+           fun(T, S) when T =:= Tab, S =:= Step ->
+                   case get(added_back) of
+                       undefined ->
+                           put(added_back, true),
+                           {atomic, ok} = mnesia:add_table_copy(Frag, From, Storage);
+                       true ->
+                           ok
+                   end;
+              (_, _) ->
+                   ok
+           end),
+    try
+        fraghash_frag:move_replica(Frag, From, To)
+    after
+        fraghash_frag:set_step_hook(undefined)
+    end.
 
 %% @private Runs the move of `Frag' from `From' to `To'; at step `Step'
 %% of `Tab' this node's OS process is killed (kill -9).
