@@ -257,17 +257,14 @@ controller(Dir, Nodes) ->
                        _ -> add
                    end,
             %% On three nodes, one operation in two moves a fragment's
-            %% copy to a node not holding it (each fragment is on two):
-            %% on `disc_copies' tables, and on `redb_copies' ones too with
-            %% FRAGHASH_TORTURE3_REDB_MOVES=1 (a node killed in such a move
-            %% takes the running nodes' definition at restart,
-            %% fraghash_redb_align). Off by default: long runs with them
-            %% still end, now and then, with a fragment holding a third
-            %% copy, or a node whose Mnesia stops on a copy its database
-            %% lacks (no record lost in either).
+            %% copy to a node not holding it (each fragment is on two), of
+            %% `disc_copies' and `redb_copies' tables alike (a node killed
+            %% in a `redb_copies' move takes the running nodes' definition
+            %% at restart, fraghash_redb_align); of `disc_copies' ones
+            %% only with FRAGHASH_TORTURE3_REDB_MOVES=0.
             Move = length(Nodes) >= 3 andalso rand:uniform(2) =:= 1
                 andalso (element(4, lists:keyfind(Tab, 1, cases())) =:= disc_copies
-                         orelse os:getenv("FRAGHASH_TORTURE3_REDB_MOVES") =:= "1"),
+                         orelse os:getenv("FRAGHASH_TORTURE3_REDB_MOVES") =/= "0"),
             Op = if
                      Move -> move;
                      N =< ?MIN_FRAGS -> Grow;

@@ -4,9 +4,9 @@
 %% (`mnesia_frag_slots'; `mnesia_frag_hash' with an index on its values;
 %% a `mnesia_frag_slots' bag), each beside a
 %% never-migrated control; writers on every node; kill -9 of one node or
-%% two at a step of an add, a del, a relieve or a move of a copy (of the
-%% `disc_copies' table; of the `redb_copies' ones too with
-%% `FRAGHASH_TORTURE3_REDB_MOVES=1'), right after one returned, or during
+%% two at a step of an add, a del, a relieve or a move of a copy (of
+%% every table; of the `disc_copies' one only with
+%% `FRAGHASH_TORTURE3_REDB_MOVES=0'), right after one returned, or during
 %% recovery; with `FRAGHASH_TORTURE3_PARTITIONS' percent of the
 %% faults (default 20), partitions of one node from the other two, healed
 %% by keeping the two (see fraghash_torture2_partition:share/0), copies
