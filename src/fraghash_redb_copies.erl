@@ -348,8 +348,8 @@ receiver_first_message(_Pid, {first, Size}, _Alias, _Tab) ->
 receive_data(Data, _Alias, Tab, _Sender, State) ->
     {fraghash_redb_load:receive_chunk(Data, name({Tab, loading}), row_key_fun(Tab)), State}.
 
-%% @private The changes made during the copy caught up on, and the copy
-%% filled aside in place of the local one.
+%% @private The copy filled aside in place of the local one, and the
+%% changes made during the copy caught up on.
 receive_done(_Alias, Tab, _Sender, _State) ->
     fraghash_redb_load:received(Tab, not fraghash_redb_bag:is_bag(Tab),
                                 {name(Tab), name({Tab, loading})}, row_key_fun(Tab)).
