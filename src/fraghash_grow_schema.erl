@@ -171,12 +171,16 @@ drop_unloaded_copy(Frag, Node) ->
               Storage = mnesia_lib:schema_cs_to_storage_type(Node, Cs),
               Storage =/= unknown orelse mnesia:abort({no_exists, Frag, Node}),
               Without = fun(Ns) -> [N || N <- Ns, N =/= Node] end,
+              %% The definition lists a backend's copies under its alias
+              %% (`{redb_copies, Nodes}'), beside the native types.
+              Kinds = [ram_copies, disc_copies, disc_only_copies
+                       | [Alias || {{Alias, _Mod}, _} <- mnesia:table_info(Frag, external_copies)]],
               Def = [case Prop of
-                         {Kind, Ns} when Kind =:= ram_copies; Kind =:= disc_copies;
-                                         Kind =:= disc_only_copies ->
-                             {Kind, Without(Ns)};
-                         {external_copies, Ext} ->
-                             {external_copies, [{Type, Without(Ns)} || {Type, Ns} <- Ext]};
+                         {Kind, Ns} when is_list(Ns) ->
+                             case lists:member(Kind, Kinds) of
+                                 true -> {Kind, Without(Ns)};
+                                 false -> Prop
+                             end;
                          _ ->
                              Prop
                      end || Prop <- mnesia_schema:vsn_cs2list(Cs)],

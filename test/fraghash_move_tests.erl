@@ -275,6 +275,13 @@ listed_again(Storage) ->
     ?assertEqual([{B, Storage}, {C, Storage}], holders(C, Frag)),
     ?assertEqual([], rpc:call(B, fraghash_journal, pending, [])),
     check(Nodes, Tab, #{}),
+    %% A copy listed again is deleted from the schema without waiting for
+    %% it to load, as recovery does when its node does not load it.
+    {atomic, ok} = rpc:call(A, mnesia, add_table_copy, [Frag, A, Storage]),
+    ?assertEqual({atomic, ok},
+                 rpc:call(B, fraghash_grow_schema, drop_unloaded_copy, [Frag, A])),
+    [?assertEqual([{B, Storage}, {C, Storage}], holders(N, Frag)) || N <- Nodes],
+    check(Nodes, Tab, #{}),
     fraghash_test_support:kill_nodes(Nodes).
 
 %% Writers on B and C; A runs a move of fragment 2 from B to C and kills
