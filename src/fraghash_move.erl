@@ -328,42 +328,35 @@ active(F, Except, Deadline) ->
     end.
 
 %% The old copies are gone: what was left of them on `From' goes, what
-%% the fragments hold is synced where they are held, the entry goes; an
-%% old copy listed again meanwhile goes again first (`came_back/2').
-finish(Tab, Entry) ->
-    finish(Tab, Entry, ?BACK_TRIES).
-
-finish(Tab, #{replicas := Replicas} = Entry, Tries) ->
-    [ok = forget_on(From, F) || #{frag := F, from := From} <- Replicas],
-    ok = schema_durable(Replicas),
-    ok = schema_everywhere(Replicas),
-    case came_back([{F, From} || #{frag := F, from := From} <- Replicas], Tries) of
-        [] ->
-            step(Tab, move_done),
-            fraghash_journal:delete(Tab);
-        Back ->
-            [ok = drop_copy(F, Node) || {F, Node} <- Back],
-            finish(Tab, Entry, Tries - 1)
-    end.
+%% the fragments hold is synced where they are held, the entry goes.
+finish(Tab, #{replicas := Replicas}) ->
+    ok = settle(Replicas, [{F, From} || #{frag := F, from := From} <- Replicas], ?BACK_TRIES),
+    step(Tab, move_done),
+    fraghash_journal:delete(Tab).
 
 %% Deletes the new copies `Added' (the old ones hold every record), what
-%% they left on `To', and the entry; a new copy listed again meanwhile
-%% goes again first.
-undo(Tab, Entry, Added) ->
+%% they left on `To', and the entry.
+undo(Tab, #{replicas := Replicas}, Added) ->
     step(Tab, move_rollback),
-    undo(Tab, Entry, Added, ?BACK_TRIES).
-
-undo(Tab, #{replicas := Replicas} = Entry, Added, Tries) ->
     [ok = drop_copy(F, To) || #{frag := F, to := To} <- Added],
-    [ok = forget_on(To, F) || #{frag := F, to := To} <- Replicas],
+    ok = settle(Replicas, [{F, To} || #{frag := F, to := To} <- Replicas], ?BACK_TRIES),
+    fraghash_journal:delete(Tab).
+
+%% The copies of `Gone' (`{Frag, Node}' each) deleted for good, before
+%% the entry goes: what they left on their nodes goes, what the
+%% fragments hold and the schema are durable on every node, every node
+%% runs, and a copy listed again meanwhile (`came_back/2') is deleted
+%% again and all of it done again.
+settle(Replicas, Gone, Tries) ->
+    [ok = forget_on(Node, F) || {F, Node} <- Gone],
     ok = schema_durable(Replicas),
     ok = schema_everywhere(Replicas),
-    case came_back([{F, To} || #{frag := F, to := To} <- Replicas], Tries) of
+    case came_back(Gone, Tries) of
         [] ->
-            fraghash_journal:delete(Tab);
+            ok;
         Back ->
-            undo(Tab, Entry, [R || #{frag := F, to := To} = R <- Replicas,
-                                   lists:member({F, To}, Back)], Tries - 1)
+            [ok = drop_copy(F, Node) || {F, Node} <- Back],
+            settle(Replicas, Gone, Tries - 1)
     end.
 
 %% The copies of `Gone' (`{Frag, Node}' each, deleted by the move) that

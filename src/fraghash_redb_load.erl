@@ -193,7 +193,8 @@ begin_aside(Tab, Aside) ->
 %% an external table whose load fails, as it deletes a `disc_copies'
 %% table's ets table and keeps its files), before the swap or after it
 %% (the source went down while Mnesia ended the copy: the copy put in
-%% place holds every record the source had when it sent its last rows).
+%% place is complete up to the copy's end, as after a kill, see Filled
+%% aside).
 %% The loader keeps the table and its source under these process
 %% dictionary keys. (A copy whose `add_table_copy' is undone after the
 %% load stays in the database too, listed nowhere, until a copy of the

@@ -64,11 +64,10 @@ cut(Killed) ->
     end,
     %% After a kill of B, B waits for A (A was up when B last had the
     %% table): loaded by force from B's own disc.
-    ?assertEqual(case Killed of receiver -> yes; source -> ok end,
-                 case Killed of
-                     receiver -> force_load(B, as_t);
-                     source -> rpc:call(B, mnesia, wait_for_tables, [[as_t], 60000])
-                 end),
+    case Killed of
+        receiver -> ?assertEqual(yes, force_load(B, as_t));
+        source -> ?assertEqual(ok, rpc:call(B, mnesia, wait_for_tables, [[as_t], 60000]))
+    end,
     ?assertEqual(Old, lists:sort(rpc:call(B, fraghash_redb_copies, select,
                                           [redb_copies, as_t, [{'_', [], ['$_']}]]))),
     ?assertEqual(0, aside_rows(B)),
